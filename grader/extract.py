@@ -1,0 +1,211 @@
+"""Extract stage: turn a submission's code cells into the minimal module the rubric's targets need.
+
+Each cell is parsed on its own, so one broken cell costs only itself. IPython magics and shell
+escapes are removed before parsing and never run. Of the top-level statements, only imports,
+definitions and assignments can be kept, and only when a target needs them (transitively, by
+scope-aware name analysis with ``symtable``). Calls, loops, prints and ``__main__`` blocks are
+dropped: that is where notebooks keep inline tests and slow analyses.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import symtable
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from .models import CellSyntaxError, Chunk, CodeCell, Dropped, StudentModule, Submission
+
+_MAGIC = re.compile(r"^(\s*)(%|!)")
+_MAGIC_ASSIGN = re.compile(r"^(\s*)[A-Za-z_][\w.]*(\s*,\s*[A-Za-z_][\w.]*)*\s*=\s*(%|!)")
+_HELP = re.compile(r"^(\s*)[A-Za-z_][\w.]*\?\??\s*$")
+_PYTHON_BODY_CELL_MAGICS = {"time", "timeit", "capture", "prun"}
+
+
+@dataclass(frozen=True)
+class _Stmt:
+    cell: int
+    line: int
+    source: str
+    node: ast.stmt
+    defines: frozenset[str]
+    uses: frozenset[str]
+
+
+def extract(submission: Submission, targets: Sequence[str]) -> StudentModule:
+    """Keep what ``targets`` need from ``submission``; report everything that was dropped."""
+    dropped: list[Dropped] = []
+    errors: list[CellSyntaxError] = []
+    candidates: list[_Stmt] = []
+    for cell in submission.cells:
+        text = _strip_magics(cell, dropped)
+        if text is None or not text.strip():
+            continue
+        try:
+            tree = ast.parse(text, filename=f"<cell {cell.index}>")
+        except SyntaxError as e:
+            errors.append(CellSyntaxError(cell=cell.index, line=e.lineno or 0, message=e.msg))
+            continue
+        lines = text.splitlines()
+        for node in tree.body:
+            kind = _drop_kind(node)
+            if kind is not None:
+                dropped.append(Dropped(cell=cell.index, line=node.lineno, kind=kind, detail=_summary(node)))
+                continue
+            start = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
+            source = "\n".join(lines[start - 1 : node.end_lineno])
+            defines, uses = _names(node, source)
+            candidates.append(_Stmt(cell.index, start, source, node, defines, uses))
+
+    target_cells = {t: tuple(s.cell for s in candidates if t in s.defines) for t in targets}
+    kept_idx = _closure(candidates, targets) | {
+        i for i, s in enumerate(candidates) if _is_course_import(s.node)
+    }
+    for i, s in enumerate(candidates):
+        if i not in kept_idx:
+            dropped.append(Dropped(cell=s.cell, line=s.line, kind="unused", detail=_summary(s.node)))
+    chunks = tuple(
+        Chunk(cell=s.cell, line=s.line, source=s.source, defines=tuple(sorted(s.defines)))
+        for i, s in enumerate(candidates)
+        if i in kept_idx
+    )
+    kept = tuple(dict.fromkeys(n for c in chunks for n in c.defines))
+    dropped.sort(key=lambda d: (d.cell, d.line))
+    return StudentModule(
+        chunks=chunks,
+        target_cells=target_cells,
+        kept=kept,
+        dropped=tuple(dropped),
+        syntax_errors=tuple(errors),
+    )
+
+
+def duplicate_definitions(module: StudentModule) -> dict[str, tuple[int, ...]]:
+    """Targets defined by more than one distinct statement (identical copies are not duplicates)."""
+    out: dict[str, tuple[int, ...]] = {}
+    for name, cells in module.target_cells.items():
+        sources = {_normalized(c.source) for c in module.chunks if name in c.defines}
+        if len(sources) > 1:
+            out[name] = cells
+    return out
+
+
+def _normalized(source: str) -> str:
+    return ast.dump(ast.parse(source))
+
+
+def _strip_magics(cell: CodeCell, dropped: list[Dropped]) -> str | None:
+    """Blank out magics, shell escapes and ``?`` help lines, keeping line numbers stable."""
+    lines = cell.source.splitlines()
+    if lines and lines[0].lstrip().startswith("%%"):
+        magic = lines[0].strip()[2:].split()[0] if lines[0].strip()[2:] else ""
+        dropped.append(Dropped(cell=cell.index, line=1, kind="magic", detail=lines[0].strip()[:80]))
+        if magic not in _PYTHON_BODY_CELL_MAGICS:
+            return None
+        lines[0] = ""
+    out = []
+    in_continuation = False
+    for n, line in enumerate(lines, start=1):
+        if in_continuation or _MAGIC.match(line) or _MAGIC_ASSIGN.match(line) or _HELP.match(line):
+            if not in_continuation:
+                kind = "shell" if line.lstrip().lstrip("%").startswith("!") or "!" in line.split("%")[0] else "magic"
+                dropped.append(Dropped(cell=cell.index, line=n, kind=kind, detail=line.strip()[:80]))
+            indent = re.match(r"\s*", line).group(0)  # type: ignore[union-attr]
+            out.append(f"{indent}pass" if indent and not in_continuation else "")
+            in_continuation = line.rstrip().endswith("\\")
+        else:
+            out.append(line)
+    return "\n".join(out)
+
+
+def _is_main_guard(node: ast.stmt) -> bool:
+    if not isinstance(node, ast.If) or not isinstance(node.test, ast.Compare):
+        return False
+    parts = [node.test.left, *node.test.comparators]
+    return any(isinstance(p, ast.Name) and p.id == "__name__" for p in parts)
+
+
+def _drop_kind(node: ast.stmt) -> str | None:
+    """Why a top-level statement can never be kept, or None if it may be kept."""
+    if _is_main_guard(node):
+        return "main_block"
+    if isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
+        return "loop"
+    if isinstance(node, ast.Expr):
+        call = node.value
+        if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "print":
+            return "print"
+        return "call" if isinstance(call, (ast.Call, ast.Await)) else "other"
+    if isinstance(node, (ast.With, ast.AsyncWith, ast.Delete, ast.Assert, ast.Raise, ast.Return,
+                         ast.Pass, ast.Break, ast.Continue, ast.Global, ast.Nonlocal)):
+        return "other"
+    return None
+
+
+def _summary(node: ast.stmt) -> str:
+    text = ast.unparse(node).splitlines()[0] if not isinstance(node, ast.If) else "if " + ast.unparse(node.test) + ":"
+    return text[:80]
+
+
+def _names(node: ast.stmt, source: str) -> tuple[frozenset[str], frozenset[str]]:
+    """Module-level names a statement binds, and module-level names it (or its bodies) read."""
+    defines: set[str] = set()
+    uses: set[str] = set()
+    if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        for t in targets:
+            base = t
+            while isinstance(base, (ast.Attribute, ast.Subscript)):
+                base = base.value
+            if isinstance(base, ast.Name) and base is not t:
+                # ``Tensor.x = ...`` changes a name others use: keep it with that name.
+                defines.add(base.id)
+    table = symtable.symtable(source, "<stmt>", "exec")
+    for sym in table.get_symbols():
+        if sym.is_assigned() or sym.is_imported():
+            defines.add(sym.get_name())
+        if sym.is_referenced():
+            uses.add(sym.get_name())
+    for child in table.get_children():
+        uses |= _global_reads(child)
+    return frozenset(defines), frozenset(uses)
+
+
+def _global_reads(table: symtable.SymbolTable) -> set[str]:
+    found = {
+        s.get_name()
+        for s in table.get_symbols()
+        if s.is_referenced() and (s.is_global() or (table.get_type() == "class" and not s.is_assigned()))
+    }
+    for child in table.get_children():
+        found |= _global_reads(child)
+    return found
+
+
+def _is_course_import(node: ast.stmt) -> bool:
+    """Course-runtime imports are kept even when unused: some activate autograd as a side effect."""
+    if isinstance(node, ast.Import):
+        return all(a.name.split(".")[0] == "tinytorch" for a in node.names)
+    return isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "tinytorch"
+
+
+def _closure(stmts: Sequence[_Stmt], targets: Iterable[str]) -> set[int]:
+    """Indexes of the statements the targets need, following reads back to the bindings."""
+    by_name: dict[str, list[int]] = {}
+    for i, s in enumerate(stmts):
+        for name in s.defines:
+            by_name.setdefault(name, []).append(i)
+    keep: set[int] = set()
+    todo = list(targets)
+    seen: set[str] = set()
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        for i in by_name.get(name, []):
+            if i not in keep:
+                keep.add(i)
+                todo.extend(stmts[i].uses)
+    return keep

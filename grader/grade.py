@@ -1,0 +1,161 @@
+"""The pipeline: load → extract → plan → (sandbox ∥ reference) → channel → judge → score."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+from . import __version__
+from .channel import CheckOutput, ImportRecord, read_check, read_import
+from .errors import HarnessProtocolError
+from .extract import duplicate_definitions, extract
+from .judge import judge, not_gradable
+from .load import LoadLimits, load_submission
+from .models import Chunk, CheckResult, ExtractionSummary, GradeReport, StudentModule
+from .paths import solution_dir
+from .plan import Job, plan, submission_seed
+from .rubric import CheckSpec, Rubric, load_rubric
+from .sandbox import RunResult, Sandbox, make_sandbox
+from .sandbox.trusted import TrustedRunner
+from .score import total
+
+
+class Grader:
+    """Grades submissions against one rubric on one sandbox backend."""
+
+    def __init__(
+        self,
+        rubric: Rubric | str | Path | None = None,
+        backend: str | Sandbox = "local",
+        *,
+        public_only: bool = False,
+        seed: int | None = None,
+        limits: LoadLimits = LoadLimits(),
+    ) -> None:
+        self.rubric = rubric if isinstance(rubric, Rubric) else load_rubric(rubric)
+        self.sandbox = make_sandbox(backend) if isinstance(backend, str) else backend
+        self.reference = TrustedRunner()
+        self.public_only, self.seed, self.limits = public_only, seed, limits
+        self._reference_chunks = _reference_chunks(self.rubric)
+
+    def grade(self, path: str | Path) -> GradeReport:
+        """Grade one file; SubmissionError if it cannot be read at all."""
+        submission = load_submission(path, self.limits)
+        module = extract(submission, self.rubric.targets)
+        seed = self.seed if self.seed is not None else submission_seed(submission.sha256)
+        checks = self.rubric.select(self.public_only)
+        blocked = _blocked(module, checks)
+        runnable = tuple(c for c in checks if c.id not in blocked)
+        job = plan(self.rubric, runnable, seed)
+        results = dict(blocked)
+        import_errors: tuple[str, ...] = ()
+        if runnable:
+            ran, import_errors = self._run(job, module, runnable)
+            results.update(ran)
+        ordered = tuple(results[c.id] for c in checks)
+        score, max_score = total(ordered)
+        return GradeReport(
+            submission=submission.file_name, sha256=submission.sha256, rubric_id=self.rubric.id,
+            rubric_hash=self.rubric.sha256, grader_version=__version__, seed=seed,
+            backend=self.sandbox.info(),
+            extraction=ExtractionSummary(kept=module.kept, dropped=module.dropped,
+                                         syntax_errors=module.syntax_errors, import_errors=import_errors),
+            checks=ordered, score=score, max_score=max_score,
+        )
+
+    def _run(self, job: Job, module: StudentModule, checks: Sequence[CheckSpec]) -> tuple[dict[str, CheckResult], tuple[str, ...]]:
+        base = Path(tempfile.mkdtemp(prefix="grader-"))
+        try:
+            ref_dir, student_dir = base / "reference", base / "student"
+            ref_dir.mkdir(mode=0o700)
+            student_dir.mkdir()
+            ref: dict[str, RunResult] = {}
+            worker = threading.Thread(target=lambda: ref.update(r=self.reference.run(job, self._reference_chunks, ref_dir)))
+            worker.start()
+            run = self.sandbox.run(job, module.chunks, student_dir, hide=(ref_dir,))
+            worker.join()
+            expected = _expected_outputs(ref["r"], job)
+            imported = read_import(run.out_dir)
+            results = {}
+            for spec, planned in zip(checks, job.checks, strict=True):
+                inputs = planned.decoded()
+                called = _describe(self.rubric, spec, inputs)
+                failed_def = _definition_failure(spec, imported, run)
+                if failed_def is not None:
+                    results[spec.id] = judge(spec, called, inputs, failed_def, expected[spec.id])
+                    continue
+                shapes = {k: v.shape for k, v in expected[spec.id].arrays.items()}
+                got = read_check(run.out_dir, spec.id, shapes)
+                if got.outcome == "missing" and run.killed:
+                    got = CheckOutput(outcome="timeout", note=run.killed)
+                results[spec.id] = judge(spec, called, inputs, got, expected[spec.id])
+            import_errors = tuple(f"cell {e.cell}, line {e.line}: {e.error.text()}"
+                                  for e in (imported.chunk_errors if imported else ()))
+            return results, import_errors
+        finally:
+            shutil.rmtree(base, ignore_errors=True)
+
+
+def grade(path: str | Path, **options: object) -> GradeReport:
+    """Grade one submission with the default rubric: ``grader.grade("student.ipynb")``."""
+    return Grader(**options).grade(path)  # type: ignore[arg-type]
+
+
+def _reference_chunks(rubric: Rubric) -> tuple[Chunk, ...]:
+    source = (solution_dir() / f"{rubric.module}.py").read_text(encoding="utf-8")
+    return (Chunk(cell=0, line=1, source=source, defines=rubric.targets),)
+
+
+def _describe(rubric: Rubric, spec: CheckSpec, inputs: dict[str, object]) -> str:
+    from .harness.probes import load_probes
+
+    return load_probes(rubric.module)[spec.probe].describe(inputs)
+
+
+def _blocked(module: StudentModule, checks: Sequence[CheckSpec]) -> dict[str, CheckResult]:
+    """Checks that cannot run because a target they need is missing or defined ambiguously."""
+    dupes = duplicate_definitions(module)
+    syntax = (f" (cell {', '.join(str(e.cell) for e in module.syntax_errors)} could not be parsed and may hold it)"
+              if module.syntax_errors else "")
+    blocked = {}
+    for spec in checks:
+        for name in spec.needs:
+            if not module.target_cells.get(name):
+                blocked[spec.id] = not_gradable(spec, f"{name} is not defined in any code cell{syntax}")
+                break
+            if name in dupes:
+                cells = ", ".join(str(c) for c in dupes[name])
+                blocked[spec.id] = not_gradable(
+                    spec, f"{name} is defined differently in cells {cells}: keep only the one to be graded")
+                break
+    return blocked
+
+
+def _definition_failure(spec: CheckSpec, imported: ImportRecord | None, run: RunResult) -> CheckOutput | None:
+    """An outcome for checks whose target could not even be defined."""
+    if imported is None:
+        note = run.killed or "the sandbox stopped while importing the module (sys.exit or os._exit at top level?)"
+        return CheckOutput(outcome="timeout" if run.killed else "crashed", note=note)
+    for err in imported.chunk_errors:
+        hit = [n for n in spec.needs if n in err.defines]
+        if hit:
+            error = err.error.model_copy(update={
+                "message": f"defining {hit[0]} failed: {err.error.message}"
+                + (" (the starter's raise NotImplementedError() is still there: finish it)"
+                   if err.error.type == "NotImplementedError" else "")})
+            return CheckOutput(outcome="error", error=error)
+    return None
+
+
+def _expected_outputs(run: RunResult, job: Job) -> dict[str, CheckOutput]:
+    expected = {}
+    for check in job.checks:
+        out = read_check(run.out_dir, check.id, None)
+        if out.outcome != "ok":
+            detail = out.error.text() if out.error else out.note or run.log[-2000:]
+            raise HarnessProtocolError(f"the reference solution failed check {check.id!r} ({out.outcome}): {detail}")
+        expected[check.id] = out
+    return expected

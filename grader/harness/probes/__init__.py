@@ -1,0 +1,70 @@
+"""Probe registry: one module per course module, each exporting ``PROBES``.
+
+A probe has three parts:
+- ``make_inputs(rng)`` (host side): the arrays and sizes it will be called with;
+- ``describe(inputs)`` (host side): one line saying what was called, for feedback;
+- ``run(namespace, inputs)`` (sandbox side): build the student's objects, call them, and return
+  plain outputs: ndarrays (compared numerically) and facts (str/int/float/bool/None/lists).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+Inputs = dict[str, Any]
+Outputs = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Probe:
+    name: str
+    needs: tuple[str, ...]
+    make_inputs: Callable[[np.random.Generator], Inputs]
+    describe: Callable[[Inputs], str]
+    run: Callable[[dict[str, Any], Inputs], Outputs]
+
+    @staticmethod
+    def decode(encoded: dict[str, Any]) -> Inputs:
+        return decode_inputs(encoded)
+
+    @staticmethod
+    def split(outputs: Outputs) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        """Separate array outputs from JSON facts; anything else is a probe bug."""
+        facts: dict[str, Any] = {}
+        arrays: dict[str, np.ndarray] = {}
+        for key, value in outputs.items():
+            if type(value) is np.ndarray:
+                arrays[key] = value
+            elif value is None or type(value) in (str, int, float, bool):
+                facts[key] = value
+            elif type(value) in (list, tuple) and all(type(v) in (str, int, float, bool) for v in value):
+                facts[key] = list(value)
+            else:
+                raise TypeError(f"probe output {key!r} has unsupported type {type(value).__name__}")
+        return facts, arrays
+
+
+def encode_inputs(inputs: Inputs) -> dict[str, Any]:
+    """JSON-ready inputs: arrays become ``{"array": [...], "dtype": ...}``."""
+    return {
+        k: {"array": v.tolist(), "dtype": str(v.dtype)} if isinstance(v, np.ndarray) else v
+        for k, v in inputs.items()
+    }
+
+
+def decode_inputs(encoded: dict[str, Any]) -> Inputs:
+    return {
+        k: np.array(v["array"], dtype=v["dtype"]) if isinstance(v, dict) and "array" in v else v
+        for k, v in encoded.items()
+    }
+
+
+def load_probes(module: str) -> dict[str, Probe]:
+    """The probes of one course module, e.g. ``embeddings``."""
+    mod = importlib.import_module(f"{__name__}.{module}")
+    return dict(mod.PROBES)

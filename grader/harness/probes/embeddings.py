@@ -1,0 +1,388 @@
+"""Probes for TinyTorch module 11: Embedding, PositionalEncoding, sinusoids, EmbeddingLayer.
+
+Inputs are small dyadic rationals (k/16), so lookups and gradient sums are exact in float32 and
+a correct implementation in any style matches the reference to the last bit.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from . import Inputs, Outputs, Probe
+from .common import as_array, grad_of, inject, parameters_of, raised, shape_of, tensor_class
+
+Namespace = dict[str, Any]
+
+
+def _dyadic(rng: np.random.Generator, shape: tuple[int, ...], scale: int = 64) -> np.ndarray:
+    return rng.integers(-scale, scale + 1, size=shape).astype(np.float64) / 16.0
+
+
+def _seed_weights() -> np.ndarray:
+    """The spec's table: vocab 4, d_model 2, row v = (10v, 10v + 1)."""
+    return np.array([[10.0 * v, 10.0 * v + 1] for v in range(4)])
+
+
+def _ids(rng: np.random.Generator, vocab: int, shape: tuple[int, ...]) -> np.ndarray:
+    ids = rng.integers(0, vocab, size=shape)
+    flat = ids.reshape(-1)
+    flat[0], flat[-1] = 0, vocab - 1  # always touch both ends of the table
+    return ids.astype(np.float64)
+
+
+def _fmt(a: np.ndarray) -> str:
+    return np.array2string(np.asarray(a), separator=", ", max_line_width=200, threshold=12)
+
+
+# ---- Embedding -----------------------------------------------------------------------------
+
+
+def _emb_shape_inputs(rng: np.random.Generator) -> Inputs:
+    vocab, dim, batch, seq = int(rng.integers(5, 30)), int(rng.integers(2, 9)), 3, int(rng.integers(2, 7))
+    return {"vocab": vocab, "dim": dim, "ids_1d": _ids(rng, vocab, (seq,)), "ids_2d": _ids(rng, vocab, (batch, seq))}
+
+
+def _emb_shape_describe(i: Inputs) -> str:
+    return (f"Embedding({i['vocab']}, {i['dim']}).forward(ids of shape {tuple(i['ids_1d'].shape)}) and "
+            f"embedding(ids of shape {tuple(i['ids_2d'].shape)})")
+
+
+def _emb_shape_run(ns: Namespace, i: Inputs) -> Outputs:
+    T = tensor_class()
+    emb = ns["Embedding"](i["vocab"], i["dim"])
+    return {
+        "forward_1d": shape_of(emb.forward(T(i["ids_1d"])), "forward(1-D ids)"),
+        "call_2d": shape_of(emb(T(i["ids_2d"])), "embedding(2-D ids)"),
+        "forward_2d": shape_of(emb.forward(T(i["ids_2d"])), "forward(2-D ids)"),
+    }
+
+
+def _emb_lookup_inputs(rng: np.random.Generator) -> Inputs:
+    vocab, dim = int(rng.integers(6, 40)), int(rng.integers(2, 7))
+    return {"vocab": vocab, "dim": dim, "weight": _dyadic(rng, (vocab, dim)), "ids": _ids(rng, vocab, (3, 5))}
+
+
+def _emb_lookup_describe(i: Inputs) -> str:
+    return (f"Embedding(4, 2) with weight rows (10v, 10v+1), forward(Tensor([2, 0])); then "
+            f"Embedding({i['vocab']}, {i['dim']}) with known weights on ids {_fmt(i['ids'].astype(int))}")
+
+
+def _emb_lookup_run(ns: Namespace, i: Inputs) -> Outputs:
+    T = tensor_class()
+    seed = ns["Embedding"](4, 2)
+    inject(seed, _seed_weights(), "Embedding(4, 2)")
+    emb = ns["Embedding"](i["vocab"], i["dim"])
+    inject(emb, i["weight"], f"Embedding({i['vocab']}, {i['dim']})")
+    return {
+        "seed_rows": as_array(seed(T([2.0, 0.0])), "embedding(Tensor([2, 0]))"),
+        "rows": as_array(emb(T(i["ids"])), "embedding(ids)"),
+    }
+
+
+def _emb_params_inputs(rng: np.random.Generator) -> Inputs:
+    return {"vocab": int(rng.integers(10, 60)), "dim": int(rng.integers(3, 17))}
+
+
+def _emb_params_describe(i: Inputs) -> str:
+    return f"Embedding({i['vocab']}, {i['dim']}).parameters()"
+
+
+def _emb_params_run(ns: Namespace, i: Inputs) -> Outputs:
+    emb = ns["Embedding"](i["vocab"], i["dim"])
+    params = parameters_of(emb, "Embedding")
+    weight = getattr(emb, "weight", None)
+    return {
+        "count": len(params),
+        "is_weight": bool(params) and weight is not None and params[0] is weight,
+        "requires_grad": bool(params) and getattr(params[0], "requires_grad", None) is True,
+        "numel": int(sum(as_array(p, "parameter").size for p in params)),
+    }
+
+
+def _emb_index_error_inputs(rng: np.random.Generator) -> Inputs:
+    return {"vocab": int(rng.integers(5, 50)), "dim": int(rng.integers(2, 6))}
+
+
+def _emb_index_error_describe(i: Inputs) -> str:
+    return f"Embedding({i['vocab']}, {i['dim']}) on ids [{i['vocab']}], [-1] and [{i['vocab'] - 1}]"
+
+
+def _emb_index_error_run(ns: Namespace, i: Inputs) -> Outputs:
+    T = tensor_class()
+    emb = ns["Embedding"](i["vocab"], i["dim"])
+    v = float(i["vocab"])
+    return {
+        "id_equal_vocab": raised(lambda: emb(T([v]))),
+        "id_minus_one": raised(lambda: emb(T([-1.0]))),
+        "id_last_valid": raised(lambda: emb(T([v - 1]))),
+    }
+
+
+def _emb_xavier_inputs(rng: np.random.Generator) -> Inputs:
+    return {"vocab": int(rng.integers(400, 1200)), "dim": int(rng.integers(16, 65))}
+
+
+def _emb_xavier_describe(i: Inputs) -> str:
+    return f"Embedding({i['vocab']}, {i['dim']}) fresh weights"
+
+
+def _emb_xavier_run(ns: Namespace, i: Inputs) -> Outputs:
+    emb = ns["Embedding"](i["vocab"], i["dim"])
+    params = parameters_of(emb, "Embedding")
+    weight = getattr(emb, "weight", params[0] if params else None)
+    return {"weight": as_array(weight, "Embedding.weight")}
+
+
+# ---- gradients -----------------------------------------------------------------------------
+
+
+NO_GRADIENT = "no gradient: .grad is still None after backward()"
+
+
+def _backward(ns: Namespace, weight: np.ndarray, ids: np.ndarray, upstream: np.ndarray) -> np.ndarray | str:
+    """Fresh Embedding with ``weight``; forward ``ids``; backward ``upstream``; the weight's grad."""
+    T = tensor_class()
+    emb = ns["Embedding"](*weight.shape)
+    param = inject(emb, weight, f"Embedding{weight.shape}")
+    out = emb(T(ids))
+    out.backward(upstream.copy())
+    grad = grad_of(param, "weight")
+    return grad if grad is not None else NO_GRADIENT
+
+
+def _grad_accumulate_inputs(rng: np.random.Generator) -> Inputs:
+    vocab, dim = int(rng.integers(4, 12)), int(rng.integers(2, 6))
+    return {"vocab": vocab, "dim": dim, "weight": _dyadic(rng, (vocab, dim)),
+            "upstream": _dyadic(rng, (3, dim)) + 0.0625}
+
+
+def _grad_accumulate_describe(i: Inputs) -> str:
+    return (f"Embedding(4, 2) backward of ids (1, 1) with gradient rows (1, 2), (3, 4); then "
+            f"Embedding({i['vocab']}, {i['dim']}) backward of tokens [0, 2, 0] with gradient rows {_fmt(i['upstream'])}")
+
+
+def _grad_accumulate_run(ns: Namespace, i: Inputs) -> Outputs:
+    return {
+        "seed_grad": _backward(ns, _seed_weights(), np.array([1.0, 1.0]), np.array([[1.0, 2.0], [3.0, 4.0]])),
+        "grad": _backward(ns, i["weight"], np.array([0.0, 2.0, 0.0]), i["upstream"]),
+    }
+
+
+def _grad_sparse_inputs(rng: np.random.Generator) -> Inputs:
+    vocab, dim = int(rng.integers(20, 60)), int(rng.integers(2, 6))
+    used = rng.choice(vocab, size=int(rng.integers(2, 6)), replace=False)
+    return {"vocab": vocab, "dim": dim, "weight": _dyadic(rng, (vocab, dim)), "ids": used.astype(np.float64),
+            "upstream": _dyadic(rng, (len(used), dim)) + 0.0625}
+
+
+def _grad_sparse_describe(i: Inputs) -> str:
+    return ("Embedding(4, 2): backward of tokens (2, 2), then separately of tokens (1, 3), each with "
+            f"gradient rows (1, 2), (3, 4); then Embedding({i['vocab']}, {i['dim']}) backward of tokens "
+            f"{_fmt(i['ids'].astype(int))}")
+
+
+def _grad_sparse_run(ns: Namespace, i: Inputs) -> Outputs:
+    g = np.array([[1.0, 2.0], [3.0, 4.0]])
+    first = _backward(ns, _seed_weights(), np.array([2.0, 2.0]), g)
+    second = _backward(ns, _seed_weights(), np.array([1.0, 3.0]), g)
+    grad = _backward(ns, i["weight"], i["ids"], i["upstream"])
+    return {
+        "nonzero_rows_first": _nonzero_rows(first),
+        "nonzero_rows_second": _nonzero_rows(second),
+        "seed_grad_second": second,
+        "grad": grad,
+    }
+
+
+def _nonzero_rows(grad: np.ndarray | str) -> int | str:
+    if isinstance(grad, str) or grad.ndim != 2:
+        return grad if isinstance(grad, str) else f"gradient of shape {grad.shape}"
+    return int(np.count_nonzero(np.any(grad != 0, axis=1)))
+
+
+def _grad_batch_inputs(rng: np.random.Generator) -> Inputs:
+    vocab, dim, batch, seq = int(rng.integers(4, 9)), int(rng.integers(2, 5)), 3, int(rng.integers(3, 6))
+    return {"vocab": vocab, "dim": dim, "weight": _dyadic(rng, (vocab, dim)), "ids": _ids(rng, vocab, (batch, seq)),
+            "upstream": _dyadic(rng, (batch, seq, dim)) + 0.0625}
+
+
+def _grad_batch_describe(i: Inputs) -> str:
+    return (f"Embedding({i['vocab']}, {i['dim']}) backward of a batch of ids {_fmt(i['ids'].astype(int))} "
+            f"with a known upstream gradient of shape {tuple(i['upstream'].shape)}")
+
+
+def _grad_batch_run(ns: Namespace, i: Inputs) -> Outputs:
+    return {"grad": _backward(ns, i["weight"], i["ids"], i["upstream"])}
+
+
+# ---- PositionalEncoding --------------------------------------------------------------------
+
+
+def _pe_inputs(rng: np.random.Generator) -> Inputs:
+    max_len, dim, batch = int(rng.integers(6, 16)), int(rng.integers(2, 7)), int(rng.integers(2, 5))
+    seq = int(rng.integers(2, max_len))
+    return {"max_len": max_len, "dim": dim, "table": _dyadic(rng, (max_len, dim)),
+            "x": _dyadic(rng, (batch, seq, dim)), "upstream": _dyadic(rng, (batch, seq, dim)) + 0.0625}
+
+
+def _pe_describe(i: Inputs) -> str:
+    return (f"PositionalEncoding({i['max_len']}, {i['dim']}) with known position table, "
+            f"forward(x of shape {tuple(i['x'].shape)})")
+
+
+def _pe_broadcast_run(ns: Namespace, i: Inputs) -> Outputs:
+    T = tensor_class()
+    pe = ns["PositionalEncoding"](i["max_len"], i["dim"])
+    inject(pe, i["table"], "PositionalEncoding")
+    return {"out": as_array(pe(T(i["x"])), "PositionalEncoding output")}
+
+
+def _pe_grad_describe(i: Inputs) -> str:
+    return _pe_describe(i) + f", then backward of a known gradient of shape {tuple(i['upstream'].shape)}"
+
+
+def _pe_grad_run(ns: Namespace, i: Inputs) -> Outputs:
+    T = tensor_class()
+    pe = ns["PositionalEncoding"](i["max_len"], i["dim"])
+    param = inject(pe, i["table"], "PositionalEncoding")
+    pe(T(i["x"], requires_grad=True)).backward(i["upstream"].copy())
+    grad = grad_of(param, "position_embeddings")
+    return {"grad": grad if grad is not None else NO_GRADIENT}
+
+
+def _pe_too_long_inputs(rng: np.random.Generator) -> Inputs:
+    return {"max_len": int(rng.integers(4, 12)), "dim": int(rng.integers(2, 6))}
+
+
+def _pe_too_long_describe(i: Inputs) -> str:
+    m, d = i["max_len"], i["dim"]
+    return f"PositionalEncoding({m}, {d}) on x of shape (2, {m + 1}, {d}), and of shape (2, {m}, {d})"
+
+
+def _pe_too_long_run(ns: Namespace, i: Inputs) -> Outputs:
+    T = tensor_class()
+    m, d = i["max_len"], i["dim"]
+    pe = ns["PositionalEncoding"](m, d)
+    return {
+        "too_long": raised(lambda: pe(T(np.zeros((2, m + 1, d))))),
+        "at_max": raised(lambda: pe(T(np.zeros((2, m, d))))),
+    }
+
+
+# ---- sinusoids -----------------------------------------------------------------------------
+
+
+def _sin_inputs(rng: np.random.Generator) -> Inputs:
+    return {"max_len": int(rng.integers(20, 80)), "dims": [int(rng.integers(2, 9)) * 2, int(rng.integers(1, 9)) * 2 + 1]}
+
+
+def _sin_pos0_describe(i: Inputs) -> str:
+    return f"create_sinusoidal_embeddings({i['max_len']}, D) row 0, for D in {i['dims']}"
+
+
+def _sin_pos0_run(ns: Namespace, i: Inputs) -> Outputs:
+    out: Outputs = {}
+    for d in i["dims"]:
+        table = as_array(ns["create_sinusoidal_embeddings"](i["max_len"], d), "create_sinusoidal_embeddings(...)")
+        out[f"row0_d{d}"] = table[0] if table.ndim == 2 else table
+    return out
+
+
+def _sin_values_describe(i: Inputs) -> str:
+    return f"create_sinusoidal_embeddings({i['max_len']}, D) for D in {i['dims']}"
+
+
+def _sin_values_run(ns: Namespace, i: Inputs) -> Outputs:
+    out: Outputs = {}
+    for d in i["dims"]:
+        table = ns["create_sinusoidal_embeddings"](i["max_len"], d)
+        out[f"table_d{d}"] = as_array(table, "create_sinusoidal_embeddings(...)")
+    return out
+
+
+# ---- EmbeddingLayer ------------------------------------------------------------------------
+
+
+def _layer_inputs(rng: np.random.Generator) -> Inputs:
+    vocab, dim, batch, seq = int(rng.integers(20, 40)), int(rng.integers(2, 7)) * 2, 2, int(rng.integers(2, 6))
+    max_len = int(rng.integers(8, 16))  # always differs from vocab, so injected tables are unambiguous
+    return {"vocab": vocab, "dim": dim, "max_len": max_len, "weight": _dyadic(rng, (vocab, dim)),
+            "table": _dyadic(rng, (max_len, dim)), "tokens": _ids(rng, vocab, (batch, seq))}
+
+
+def _layer_modes_describe(i: Inputs) -> str:
+    return (f"EmbeddingLayer({i['vocab']}, {i['dim']}, max_seq_len={i['max_len']}, pos_encoding=M) for M in "
+            f"'learned', 'sinusoidal', None, 'bogus'; tokens of shape {tuple(i['tokens'].shape)} and "
+            f"{tuple(i['tokens'][0].shape)}")
+
+
+def _layer_modes_run(ns: Namespace, i: Inputs) -> Outputs:
+    T = tensor_class()
+    Layer = ns["EmbeddingLayer"]
+    out: Outputs = {}
+    for mode in ("learned", "sinusoidal", None):
+        layer = Layer(i["vocab"], i["dim"], max_seq_len=i["max_len"], pos_encoding=mode)
+        out[f"{mode}_params"] = len(parameters_of(layer, "EmbeddingLayer"))
+        out[f"{mode}_shape_2d"] = shape_of(layer(T(i["tokens"])), "EmbeddingLayer output")
+        out[f"{mode}_shape_1d"] = shape_of(layer(T(i["tokens"][0])), "EmbeddingLayer output on 1-D tokens")
+    out["bogus_mode"] = raised(lambda: Layer(i["vocab"], i["dim"], max_seq_len=i["max_len"], pos_encoding="bogus"))
+    return out
+
+
+def _layer_sin_values_describe(i: Inputs) -> str:
+    return (f"EmbeddingLayer({i['vocab']}, {i['dim']}, max_seq_len={i['max_len']}, pos_encoding='sinusoidal') "
+            f"with known token weights, on tokens {_fmt(i['tokens'].astype(int))}")
+
+
+def _layer_sin_values_run(ns: Namespace, i: Inputs) -> Outputs:
+    T = tensor_class()
+    layer = ns["EmbeddingLayer"](i["vocab"], i["dim"], max_seq_len=i["max_len"], pos_encoding="sinusoidal")
+    inject(layer, i["weight"], "EmbeddingLayer")
+    return {"out": as_array(layer(T(i["tokens"])), "EmbeddingLayer output")}
+
+
+def _layer_scale_describe(i: Inputs) -> str:
+    return (f"EmbeddingLayer({i['vocab']}, {i['dim']}, max_seq_len={i['max_len']}, scale_embeddings=True) "
+            f"with known weights, pos_encoding None and 'learned', on tokens {_fmt(i['tokens'].astype(int))}")
+
+
+def _layer_scale_run(ns: Namespace, i: Inputs) -> Outputs:
+    T = tensor_class()
+    Layer = ns["EmbeddingLayer"]
+    plain = Layer(i["vocab"], i["dim"], max_seq_len=i["max_len"], pos_encoding=None, scale_embeddings=True)
+    inject(plain, i["weight"], "EmbeddingLayer")
+    learned = Layer(i["vocab"], i["dim"], max_seq_len=i["max_len"], pos_encoding="learned", scale_embeddings=True)
+    inject(learned, i["weight"], "EmbeddingLayer")
+    inject(learned, i["table"], "EmbeddingLayer")
+    return {
+        "no_positions": as_array(plain(T(i["tokens"])), "EmbeddingLayer output (pos_encoding=None)"),
+        "learned": as_array(learned(T(i["tokens"])), "EmbeddingLayer output (pos_encoding='learned')"),
+    }
+
+
+PROBES = {
+    p.name: p
+    for p in [
+        Probe("emb_shape", ("Embedding",), _emb_shape_inputs, _emb_shape_describe, _emb_shape_run),
+        Probe("emb_lookup", ("Embedding",), _emb_lookup_inputs, _emb_lookup_describe, _emb_lookup_run),
+        Probe("emb_params", ("Embedding",), _emb_params_inputs, _emb_params_describe, _emb_params_run),
+        Probe("emb_index_error", ("Embedding",), _emb_index_error_inputs, _emb_index_error_describe,
+              _emb_index_error_run),
+        Probe("emb_xavier", ("Embedding",), _emb_xavier_inputs, _emb_xavier_describe, _emb_xavier_run),
+        Probe("grad_accumulate", ("Embedding",), _grad_accumulate_inputs, _grad_accumulate_describe,
+              _grad_accumulate_run),
+        Probe("grad_sparse", ("Embedding",), _grad_sparse_inputs, _grad_sparse_describe, _grad_sparse_run),
+        Probe("grad_batch", ("Embedding",), _grad_batch_inputs, _grad_batch_describe, _grad_batch_run),
+        Probe("pe_broadcast", ("PositionalEncoding",), _pe_inputs, _pe_describe, _pe_broadcast_run),
+        Probe("pe_too_long", ("PositionalEncoding",), _pe_too_long_inputs, _pe_too_long_describe, _pe_too_long_run),
+        Probe("pe_grad", ("PositionalEncoding",), _pe_inputs, _pe_grad_describe, _pe_grad_run),
+        Probe("sin_pos0", ("create_sinusoidal_embeddings",), _sin_inputs, _sin_pos0_describe, _sin_pos0_run),
+        Probe("sin_values", ("create_sinusoidal_embeddings",), _sin_inputs, _sin_values_describe, _sin_values_run),
+        Probe("layer_modes", ("EmbeddingLayer",), _layer_inputs, _layer_modes_describe, _layer_modes_run),
+        Probe("layer_sin_values", ("EmbeddingLayer",), _layer_inputs, _layer_sin_values_describe,
+              _layer_sin_values_run),
+        Probe("layer_scale", ("EmbeddingLayer",), _layer_inputs, _layer_scale_describe, _layer_scale_run),
+    ]
+}

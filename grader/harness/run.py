@@ -1,0 +1,158 @@
+"""Harness entry point: ``python -I -B -c 'import harness.run as r; r.main()'`` in a job directory.
+
+The job directory holds ``job.json`` (checks with inputs) and ``student.json`` (code chunks).
+Results go to ``out/``: ``import.json``, then per check ``<id>.json``, ``<id>/<name>.npy`` and,
+when the child did not report itself, ``<id>.status.json`` written by this parent.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import sys
+import time
+import traceback
+import types
+from typing import Any
+
+from .npyio import write_arrays
+
+# Bound before any student code runs, so that rebinding os.* later cannot reach the harness.
+_fork, _exit, _waitpid, _kill, _killpg = os.fork, os._exit, os.waitpid, os.kill, os.killpg
+_pidfd_open, _replace, _monotonic = os.pidfd_open, os.replace, time.monotonic
+
+MAX_MESSAGE = 600
+OUT = "out"
+
+
+def main() -> None:
+    with open("job.json", encoding="utf-8") as f:
+        job = json.load(f)
+    with open("student.json", encoding="utf-8") as f:
+        chunks = json.load(f)["chunks"]
+    os.makedirs(OUT, exist_ok=True)
+    sys.setrecursionlimit(3000)
+    from .probes import load_probes
+
+    probes = load_probes(job["module"])
+    namespace, chunk_errors = import_student(chunks)
+    _write_json(
+        os.path.join(OUT, "import.json"),
+        {"chunk_errors": chunk_errors, "defined": sorted(k for k in namespace if not k.startswith("__"))},
+    )
+    for check in job["checks"]:
+        run_check(check, probes[check["probe"]], namespace)
+    _exit(0)
+
+
+def import_student(chunks: list[dict[str, Any]]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Execute each kept statement on its own; a failing one is recorded and skipped."""
+    module = types.ModuleType("submission")
+    sys.modules["submission"] = module
+    namespace = module.__dict__
+    errors = []
+    for chunk in chunks:
+        filename = f"<cell {chunk['cell']}>"
+        try:
+            code = compile("\n" * (chunk["line"] - 1) + chunk["source"], filename, "exec")
+            exec(code, namespace)
+        except BaseException as e:  # student code: anything may escape, even SystemExit
+            errors.append(
+                {"cell": chunk["cell"], "line": chunk["line"], "defines": chunk.get("defines", []),
+                 "error": describe_exception(e)}
+            )
+    return namespace, errors
+
+
+def run_check(check: dict[str, Any], probe: Any, namespace: dict[str, Any]) -> None:
+    """Run one probe in a forked child with its own process group and CPU limit."""
+    started = _monotonic()
+    timeout = float(check["timeout_s"])
+    pid = _fork()
+    if pid == 0:
+        _child(check, probe, namespace, timeout)
+    status: dict[str, Any] = {"check": check["id"]}
+    try:
+        fd = _pidfd_open(pid)
+        ready, _, _ = select.select([fd], [], [], timeout)
+        os.close(fd)
+        if not ready:
+            status["status"] = "timeout"
+    except OSError:  # no pidfd (very old kernel): fall back to polling
+        deadline = started + timeout
+        while _waitpid(pid, os.WNOHANG) == (0, 0):
+            if _monotonic() > deadline:
+                status["status"] = "timeout"
+                break
+            time.sleep(0.002)
+    for kill in (_killpg, _kill):
+        try:
+            kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+    try:
+        _, wait_status = _waitpid(pid, 0)
+    except ChildProcessError:
+        wait_status = 0
+    if "status" not in status:
+        if os.WIFSIGNALED(wait_status):
+            sig = os.WTERMSIG(wait_status)
+            status["signal"] = sig
+            status["status"] = {signal.SIGXCPU: "timeout", signal.SIGKILL: "oom"}.get(sig, "crashed")
+        else:
+            status["exit_code"] = os.WEXITSTATUS(wait_status)
+            status["status"] = "crashed"
+    status["duration_ms"] = round((_monotonic() - started) * 1000, 1)
+    if not os.path.exists(os.path.join(OUT, f"{check['id']}.json")) or status["status"] == "timeout":
+        _write_json(os.path.join(OUT, f"{check['id']}.status.json"), status)
+
+
+def _child(check: dict[str, Any], probe: Any, namespace: dict[str, Any], timeout: float) -> None:
+    import resource
+
+    try:
+        os.setpgid(0, 0)
+        cpu = int(timeout) + 1
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
+    except (OSError, ValueError):
+        pass
+    started = _monotonic()
+    record: dict[str, Any] = {"check": check["id"]}
+    arrays: dict[str, Any] = {}
+    try:
+        outputs = probe.run(namespace, probe.decode(check["inputs"]))
+        facts, arrays = probe.split(outputs)
+        record.update(status="ok", facts=facts, arrays=sorted(arrays))
+    except MemoryError as e:
+        record.update(status="oom", error=describe_exception(e))
+    except BaseException as e:  # student code under test: report every escape as data
+        record.update(status="error", error=describe_exception(e))
+    record["duration_ms"] = round((_monotonic() - started) * 1000, 1)
+    try:
+        write_arrays(os.path.join(OUT, check["id"]), arrays)
+        _write_json(os.path.join(OUT, f"{check['id']}.json"), record)
+    except BaseException:
+        _exit(3)
+    _exit(0)
+
+
+def describe_exception(e: BaseException) -> dict[str, Any]:
+    """Exception class, message and the innermost student-code location, all truncated."""
+    where = None
+    for frame in traceback.extract_tb(e.__traceback__):
+        if frame.filename.startswith("<cell "):
+            where = f"{frame.filename[1:-1]}, line {frame.lineno}, in {frame.name}"
+    try:
+        message = str(e)
+    except BaseException:
+        message = "<unprintable>"
+    return {"type": type(e).__name__[:80], "message": message[:MAX_MESSAGE], "where": where}
+
+
+def _write_json(path: str, data: dict[str, Any]) -> None:
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(data, f, default=str)
+    _replace(tmp, path)

@@ -1,0 +1,77 @@
+"""Pure comparison of validated student outputs against the reference's, with explicit tolerances."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..channel import CheckOutput
+
+_MISSING = object()
+
+
+@dataclass(frozen=True)
+class Mismatch:
+    """One output that differs; ``text`` says how, in terms a student can act on."""
+
+    name: str
+    text: str
+
+
+def close(got: np.ndarray, expected: np.ndarray, rtol: float, atol: float) -> np.ndarray:
+    """Elementwise ``|got - expected| <= atol + rtol * |expected|`` on float64 copies."""
+    g, e = np.asarray(got, dtype=np.float64), np.asarray(expected, dtype=np.float64)
+    return np.abs(g - e) <= atol + rtol * np.abs(e)
+
+
+def array_difference(got: np.ndarray, expected: np.ndarray, rtol: float, atol: float) -> str | None:
+    """None if equal within tolerance, else the shape, how many differ and the worst place."""
+    if got.shape != expected.shape:
+        return f"shape {got.shape}, expected {expected.shape}"
+    ok = close(got, expected, rtol, atol)
+    if ok.all():
+        return None
+    diff = np.abs(got - expected)
+    worst = tuple(int(i) for i in np.unravel_index(int(np.argmax(np.where(ok, -1.0, diff))), got.shape))
+    return (f"shape {got.shape}: {int((~ok).sum())} of {got.size} values differ; largest difference "
+            f"{_num(diff[worst])} at index {list(worst)}: expected {_num(expected[worst])}, got {_num(got[worst])}")
+
+
+def facts_equal(got: Any, expected: Any) -> bool:
+    if isinstance(expected, float) and type(got) in (int, float) and not isinstance(got, bool):
+        return math.isclose(got, expected, rel_tol=1e-9, abs_tol=1e-12)
+    if isinstance(expected, list):
+        return (isinstance(got, list) and len(got) == len(expected)
+                and all(facts_equal(g, e) for g, e in zip(got, expected, strict=True)))
+    return type(got) is type(expected) and got == expected
+
+
+def compare(got: CheckOutput, expected: CheckOutput, rtol: float, atol: float) -> list[Mismatch]:
+    """Every expected output the student's do not match, in the reference's order."""
+    found: list[Mismatch] = []
+    for name, exp in expected.arrays.items():
+        if name in got.rejected:
+            found.append(Mismatch(name, f"{name}: {got.rejected[name]}"))
+        elif name in got.facts:
+            found.append(Mismatch(name, f"{name}: {got.facts[name]}"))
+        elif name not in got.arrays:
+            found.append(Mismatch(name, f"{name}: no output"))
+        elif (text := array_difference(got.arrays[name], exp, rtol, atol)) is not None:
+            found.append(Mismatch(name, f"{name}: {text}"))
+    for name, exp in expected.facts.items():
+        value = got.facts.get(name, _MISSING)
+        if not facts_equal(value, exp):
+            shown = "no output" if value is _MISSING else _fact(value)
+            found.append(Mismatch(name, f"{name}: expected {_fact(exp)}, got {shown}"))
+    return found
+
+
+def _num(x: float) -> str:
+    return f"{float(x):.6g}"
+
+
+def _fact(v: Any) -> str:
+    return repr(v) if not isinstance(v, list) else "(" + ", ".join(str(x) for x in v) + ")"

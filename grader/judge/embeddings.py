@@ -1,0 +1,278 @@
+"""Likely causes of module-11 failures, worked out on the host from the inputs and outputs.
+
+Each diagnosis tests a concrete hypothesis (e.g. "row 0 got 1x the gradient") against the
+student's numbers, and speaks only when it holds. They never decide pass or fail.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..channel import CheckOutput
+from .compare import Mismatch, close
+
+Inputs = dict[str, Any]
+Diagnosis = Callable[[CheckOutput, CheckOutput, Inputs], str | None]
+NO_GRAD_CAUSE = ("the gradient never reached the weights: forward must connect its output to the weight "
+                 "(set out._grad_fn = EmbeddingBackward(self.weight, indices), or use EmbeddingFunction.apply)")
+
+
+def _arr(out: CheckOutput, name: str) -> np.ndarray | None:
+    return out.arrays.get(name)
+
+
+def _same(a: np.ndarray | None, b: np.ndarray) -> bool:
+    return a is not None and a.shape == b.shape and bool(close(a, b, 1e-6, 1e-6).all())
+
+
+def _no_gradient(got: CheckOutput) -> bool:
+    return any(isinstance(v, str) and v.startswith("no gradient") for v in got.facts.values())
+
+
+def emb_shape(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
+    b, t = i["ids_2d"].shape
+    if got.facts.get("call_2d") == [b * t, i["dim"]] or got.facts.get("forward_2d") == [b * t, i["dim"]]:
+        return "the batch dimension was flattened away: reshape the result to ids.shape + (embed_dim,)"
+    if got.facts.get("call_2d") != got.facts.get("forward_2d"):
+        return "__call__ and forward give different results: __call__ should simply return self.forward(x)"
+    return None
+
+
+def emb_lookup(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
+    rows = _arr(got, "rows")
+    if rows is None or rows.shape != exp.arrays["rows"].shape:
+        return None
+    weight, ids = i["weight"], i["ids"].astype(int).reshape(-1)
+    flat = rows.reshape(-1, weight.shape[1])
+    for n, token in enumerate(ids):
+        if np.array_equal(flat[n], weight[token]):
+            continue
+        matches = [r for r in range(len(weight)) if np.array_equal(flat[n], weight[r])]
+        if matches:
+            return f"for id {token} the output is weight row {matches[0]}: index the table with the ids themselves"
+        ratio = flat[n] / np.where(weight[token] == 0, np.nan, weight[token])
+        if np.nanstd(ratio) < 1e-6 and np.isfinite(np.nanmean(ratio)):
+            return f"rows come out scaled by {np.nanmean(ratio):.4g}: a lookup returns weight rows unchanged"
+        return f"for id {token} the output is not any row of the weight table"
+    return None
+
+
+def emb_params(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
+    if got.facts.get("count") != 1:
+        return f"parameters() returned {got.facts.get('count')} tensors: it should be [self.weight]"
+    if got.facts.get("is_weight") is not True:
+        return "parameters() must return the weight tensor itself (self.weight), not a copy or its .data"
+    if got.facts.get("requires_grad") is not True:
+        return "the weight was created without requires_grad=True, so it cannot be trained"
+    return None
+
+
+def emb_index_error(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
+    causes = []
+    at_v, neg, last = got.facts.get("id_equal_vocab"), got.facts.get("id_minus_one"), got.facts.get("id_last_valid")
+    if at_v == "none":
+        causes.append("id == vocab_size was accepted: the check must be ids >= vocab_size, not > vocab_size")
+    if neg == "none":
+        causes.append("id -1 was accepted (numpy silently wraps negative indices to the last row): reject ids < 0")
+    if "IndexError" in (at_v, neg):
+        causes.append("numpy's IndexError escaped: validate the ids yourself and raise ValueError")
+    if last not in ("none", None):
+        causes.append(f"the last valid id ({i['vocab'] - 1}) raised {last}: valid ids are 0..vocab_size-1")
+    return "; ".join(causes) or None
+
+
+def grad_accumulate(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
+    if _no_gradient(got):
+        return NO_GRAD_CAUSE
+    grad, g = _arr(got, "grad"), i["upstream"]
+    if grad is not None and (np.array_equal(grad[0], g[2]) or np.array_equal(grad[0], g[0])):
+        return ("row 0 received 1x the gradient instead of 2x: repeated tokens must accumulate "
+                "(np.add.at), not overwrite (grad[ids] = ... keeps only one occurrence)")
+    seed = _arr(got, "seed_grad")
+    if seed is not None and np.array_equal(seed[1], [3.0, 4.0]) or seed is not None and np.array_equal(seed[1], [1.0, 2.0]):
+        return ("for ids (1, 1) row 1 got one gradient row instead of their sum (4, 6): repeated tokens must "
+                "accumulate (np.add.at), not overwrite")
+    return None
+
+
+def grad_sparse(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
+    if _no_gradient(got):
+        return NO_GRAD_CAUSE
+    grad = _arr(got, "grad")
+    if grad is not None:
+        unused = np.setdiff1d(np.arange(i["vocab"]), i["ids"].astype(int))
+        touched = [int(r) for r in unused if np.any(grad[r] != 0)]
+        if touched:
+            return (f"row {touched[0]} was never looked up but got a non-zero gradient: start from "
+                    "np.zeros_like(weight) and add only into the rows that were used")
+    return None
+
+
+def grad_batch(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
+    if _no_gradient(got):
+        return NO_GRAD_CAUSE
+    grad = _arr(got, "grad")
+    if grad is None:
+        return None
+    ids, g = i["ids"].astype(int), i["upstream"]
+    first = np.zeros_like(i["weight"])
+    np.add.at(first, ids[0], g[0])
+    if np.array_equal(grad, first):
+        return "only the first batch element contributed: accumulate over every (batch, position) pair"
+    overwrite = np.zeros_like(i["weight"])
+    overwrite[ids.reshape(-1)] = g.reshape(-1, g.shape[-1])
+    if np.array_equal(grad, overwrite):
+        return "repeated ids overwrite each other: accumulate with np.add.at over the flattened batch"
+    return None
+
+
+def pe_broadcast(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
+    out, x, table = _arr(got, "out"), i["x"], i["table"]
+    if out is None:
+        return None
+    seq = x.shape[1]
+    if _same(out, x):
+        return "the output equals the input: the position table was not added"
+    if seq + 1 <= len(table) and _same(out, x + table[1 : seq + 1]):
+        return "positions are off by one: add position_embeddings[:seq_len], starting at row 0"
+    if _same(out[0], x[0] + table[:seq]):
+        return "only the first batch element got its positions: rely on broadcasting over the batch axis"
+    return None
+
+
+def pe_too_long(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
+    if got.facts.get("too_long") == "none":
+        return ("a sequence longer than max_seq_len was accepted (slicing P[:seq_len] silently returns fewer "
+                "rows): raise ValueError when x.shape[1] > max_seq_len")
+    if got.facts.get("at_max") not in ("none", None):
+        return "a sequence of exactly max_seq_len was rejected: compare with >, not >="
+    if str(got.facts.get("too_long")).endswith("not from your own check"):
+        return ("no length check: the ValueError came from numpy failing to broadcast; check "
+                "x.shape[1] > max_seq_len yourself and raise ValueError with a clear message")
+    if got.facts.get("too_long") != "ValueError":
+        return f"raised {got.facts.get('too_long')} instead of ValueError for a too-long sequence"
+    return None
+
+
+def pe_grad(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
+    if _no_gradient(got):
+        return ("the gradient never reached position_embeddings: build the output with Tensor operations "
+                "(x + self.position_embeddings[:seq_len]), not Tensor(x.data + ...)")
+    grad, g = _arr(got, "grad"), i["upstream"]
+    if grad is None:
+        return None
+    seq = g.shape[1]
+    if np.any(grad[seq:] != 0):
+        return f"rows at or beyond seq_len ({seq}) received gradient: only the rows that were added may"
+    if _same(grad[:seq], g.mean(axis=0)):
+        return "the gradient was averaged over the batch: it must be summed"
+    if _same(grad[:seq], g[0]) or _same(grad[:seq], g[-1]):
+        return "only one batch element's gradient arrived: sum it over the batch axis"
+    return None
+
+
+def _sinusoid(max_len: int, dim: int, *, swap: bool = False, per_column: bool = False, base: float = 10000.0) -> np.ndarray:
+    pos = np.arange(max_len)[:, None]
+    col = np.arange(dim)[None, :]
+    exponent = (col if per_column else 2 * (col // 2)) / dim
+    angle = pos / base**exponent
+    even = (col % 2 == 0) != swap
+    return np.where(even, np.sin(angle), np.cos(angle))
+
+
+def sin_pos0(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
+    for name, row in got.arrays.items():
+        if row.ndim == 1 and row.size >= 2 and np.allclose(row[:2], [1.0, 0.0]):
+            return "row 0 starts [1, 0, ...]: sin and cos are swapped (even columns sin, odd columns cos)"
+    return None
+
+
+def sin_values(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
+    variants = {
+        "sin and cos are swapped: even columns take sin, odd columns cos": {"swap": True},
+        "the frequency uses each column's own index: columns 2i and 2i+1 must share 10000^(2i/D)": {"per_column": True},
+        "the base is not 10000": {"base": 1000.0},
+    }
+    for name, table in got.arrays.items():
+        dim = int(name.rsplit("_d", 1)[1])
+        for cause, kwargs in variants.items():
+            if table.shape == (i["max_len"], dim) and _same(table, _sinusoid(i["max_len"], dim, **kwargs)):
+                return cause
+    for name, reason in got.rejected.items():
+        if "shape" in reason and name.endswith(tuple(f"_d{d}" for d in i["dims"] if d % 2)):
+            return "odd embed_dim is not handled: the table must have exactly D columns (drop the last cos)"
+    return None
+
+
+def layer_modes(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
+    if got.facts.get("bogus_mode") == "none":
+        return "an unknown pos_encoding was accepted: raise ValueError for anything but 'learned', 'sinusoidal', None"
+    if got.facts.get("None_params") not in (1, None):
+        return "pos_encoding=None must not create (or count) a positional table: parameters() is [token weights]"
+    if got.facts.get("sinusoidal_params") not in (1, None):
+        return "the sinusoidal table is fixed, not a parameter: parameters() is [token weights]"
+    for mode in ("learned", "sinusoidal", "None"):
+        if got.facts.get(f"{mode}_shape_1d") != exp.facts.get(f"{mode}_shape_1d"):
+            return "1-D tokens (seq,) must give a 2-D output (seq, embed_dim): add a batch axis, then remove it"
+    return None
+
+
+def layer_sin_values(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
+    out = _arr(got, "out")
+    if out is None:
+        return None
+    tokens = i["tokens"].astype(int)
+    if _same(out, i["weight"][tokens]):
+        return "the output equals the token embeddings alone: the sinusoid table was not added"
+    table = _sinusoid(i["max_len"], i["dim"], swap=True)
+    if _same(out, i["weight"][tokens] + table[: tokens.shape[1]]):
+        return "the added sinusoid has sin and cos swapped"
+    return None
+
+
+def layer_scale(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
+    plain, learned = _arr(got, "no_positions"), _arr(got, "learned")
+    tok = i["weight"][i["tokens"].astype(int)]
+    dim, seq = i["dim"], tok.shape[1]
+    pos = i["table"][:seq]
+    if _same(plain, tok * dim):
+        return f"the token embeddings were multiplied by D ({dim}) instead of sqrt(D) ({math.sqrt(dim):.4g})"
+    if _same(plain, tok):
+        return "scale_embeddings=True had no effect: multiply the token embeddings by math.sqrt(embed_dim)"
+    if _same(learned, (tok + pos) * math.sqrt(dim)):
+        return "the scale was applied after adding positions: scale only the token embeddings, then add positions"
+    return None
+
+
+DIAGNOSES: dict[str, Diagnosis] = {
+    f.__name__: f
+    for f in (emb_shape, emb_lookup, emb_params, emb_index_error, grad_accumulate, grad_sparse, grad_batch,
+              pe_broadcast, pe_too_long, pe_grad, sin_pos0, sin_values, layer_modes, layer_sin_values, layer_scale)
+}
+
+
+def xavier_bounds(got: CheckOutput, exp: CheckOutput, i: Inputs) -> list[Mismatch]:
+    """Init is judged against the Xavier bound itself: the reference's random draw is only a shape."""
+    weight = got.arrays.get("weight")
+    if weight is None:
+        reason = got.rejected.get("weight", "no output")
+        return [Mismatch("weight", f"weight: {reason}")]
+    vocab, dim = i["vocab"], i["dim"]
+    limit = math.sqrt(6.0 / (vocab + dim))
+    top, spread = float(np.abs(weight).max()), float(weight.std())
+    if top > limit * (1 + 1e-5):
+        return [Mismatch("weight", f"weight: values reach {top:.4g}, outside the Xavier bound ±{limit:.4g} "
+                         f"= ±sqrt(6/({vocab}+{dim})); a normal draw or a wrong formula?")]
+    if spread < 1e-12:
+        return [Mismatch("weight", f"weight: every value is {float(weight.flat[0]):.4g}: draw them at random")]
+    if top < 0.9 * limit or spread < 0.45 * limit:
+        product = math.sqrt(6.0 / (vocab * dim))
+        guess = (f" (sqrt(6/(V*D)) = {product:.4g}: the sizes were multiplied instead of added?)"
+                 if abs(top - product) < 0.1 * product else "")
+        return [Mismatch("weight", f"weight: values only reach ±{top:.4g} (std {spread:.4g}), far inside the "
+                         f"Xavier bound ±{limit:.4g}{guess}")]
+    return []

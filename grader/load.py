@@ -1,0 +1,135 @@
+"""Load stage: read a notebook (``.ipynb``) or jupytext percent source (``.py``) into a Submission.
+
+Nothing is executed here. Stored outputs, metadata and the kernelspec are discarded; only the
+source of code cells survives. Every refusal is a one-line ``SubmissionError``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .errors import SubmissionError
+from .models import CodeCell, Submission
+
+os.environ.setdefault("NBFORMAT_VALIDATOR", "fastjsonschema")
+
+
+@dataclass(frozen=True)
+class LoadLimits:
+    """Intake caps; the defaults suit one module's notebook with room to spare."""
+
+    max_bytes: int = 5 * 1024 * 1024
+    max_cells: int = 2000
+
+
+def load_submission(path: str | os.PathLike[str], limits: LoadLimits = LoadLimits()) -> Submission:
+    """Read and validate ``path``; raise SubmissionError with a one-line reason if it cannot be graded."""
+    p = Path(path)
+    raw = _read_capped(p, limits.max_bytes)
+    if b"\x00" in raw:
+        raise SubmissionError(f"{p.name}: contains NUL bytes; a notebook is UTF-8 text")
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise SubmissionError(f"{p.name}: not UTF-8 text (byte {e.start})") from None
+    suffix = p.suffix.lower()
+    if suffix == ".ipynb":
+        cells, notes = _cells_from_ipynb(p.name, text, limits)
+        fmt = "ipynb"
+    elif suffix == ".py":
+        cells, notes = _cells_from_percent_py(p.name, text, limits)
+        fmt = "py"
+    else:
+        raise SubmissionError(
+            f"{p.name}: unsupported file type {suffix or '(none)'!r}; give a .ipynb notebook "
+            "or a jupytext percent .py source"
+        )
+    return Submission(
+        file_name=p.name,
+        sha256=hashlib.sha256(raw).hexdigest(),
+        format=fmt,  # type: ignore[arg-type]
+        cells=tuple(cells),
+        notes=tuple(notes),
+    )
+
+
+def _read_capped(p: Path, max_bytes: int) -> bytes:
+    if p.is_symlink():
+        raise SubmissionError(f"{p.name}: is a symbolic link; give the file itself")
+    try:
+        with p.open("rb") as f:
+            raw = f.read(max_bytes + 1)
+    except FileNotFoundError:
+        raise SubmissionError(f"{p}: no such file") from None
+    except IsADirectoryError:
+        raise SubmissionError(f"{p}: is a directory; give a notebook file") from None
+    except OSError as e:
+        raise SubmissionError(f"{p}: cannot be read ({e.strerror})") from None
+    if len(raw) > max_bytes:
+        raise SubmissionError(
+            f"{p.name}: larger than the {max_bytes // 1024} KiB limit; clear the notebook's "
+            "outputs (Kernel > Restart & Clear Output) and save again"
+        )
+    return raw
+
+
+def _cells_from_ipynb(name: str, text: str, limits: LoadLimits) -> tuple[list[CodeCell], list[str]]:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise SubmissionError(f"{name}: not valid JSON ({e.msg} at line {e.lineno} column {e.colno})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("cells", data.get("worksheets")), list):
+        raise SubmissionError(f"{name}: not a Jupyter notebook (no list of cells)")
+    if len(data.get("cells") or []) > limits.max_cells:
+        raise SubmissionError(f"{name}: has more than the {limits.max_cells}-cell limit")
+    notes: list[str] = []
+    import nbformat  # deferred: about 100 ms of imports, only needed here
+
+    version = data.get("nbformat")
+    if not isinstance(version, int) or version < 1 or version > 4:
+        raise SubmissionError(f"{name}: unsupported nbformat version {version!r}; save it with Jupyter 4 or newer")
+    try:
+        nb = nbformat.from_dict(data)
+        if version < 4:
+            nb = nbformat.convert(nb, 4)
+            notes.append(f"upgraded from nbformat v{version}")
+        nbformat.validate(nb, version=4)
+    except nbformat.ValidationError as e:
+        where = "/".join(str(x) for x in list(getattr(e, "absolute_path", []))[:4])
+        reason = str(getattr(e, "message", e)).splitlines()[0][:160]
+        raise SubmissionError(f"{name}: not a valid notebook ({where or 'top level'}: {reason})") from None
+    except Exception as e:  # nbformat's converters raise assorted errors on odd old files
+        raise SubmissionError(f"{name}: cannot be read as a notebook ({type(e).__name__}: {str(e)[:120]})") from None
+    cells = nb["cells"]
+    if len(cells) > limits.max_cells:
+        raise SubmissionError(f"{name}: has more than the {limits.max_cells}-cell limit")
+    return [
+        CodeCell(index=i, source=_source(c["source"]))
+        for i, c in enumerate(cells, start=1)
+        if c.get("cell_type") == "code"
+    ], notes
+
+
+def _cells_from_percent_py(name: str, text: str, limits: LoadLimits) -> tuple[list[CodeCell], list[str]]:
+    import jupytext  # deferred: only .py sources need it
+
+    try:
+        nb = jupytext.reads(text, fmt="py:percent")
+    except Exception as e:  # jupytext raises assorted errors on malformed headers
+        raise SubmissionError(f"{name}: cannot be read as a jupytext percent file ({str(e)[:120]})") from None
+    if len(nb.cells) > limits.max_cells:
+        raise SubmissionError(f"{name}: has more than the {limits.max_cells}-cell limit")
+    return [
+        CodeCell(index=i, source=_source(c.source))
+        for i, c in enumerate(nb.cells, start=1)
+        if c.cell_type == "code"
+    ], []
+
+
+def _source(src: Any) -> str:
+    return "".join(src) if isinstance(src, list) else str(src)

@@ -1,0 +1,141 @@
+"""Typed records passed between pipeline stages (load → extract → plan → sandbox → judge → score)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SCHEMA_VERSION = 1
+
+CheckStatus = Literal["passed", "failed", "error", "timeout", "crashed", "oom", "not_gradable"]
+Visibility = Literal["visible", "hidden", "after_due_date", "after_published"]
+
+
+class Record(BaseModel):
+    """Base of every record: immutable, no unknown fields."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+# ---- load -----------------------------------------------------------------------------------
+
+
+class CodeCell(Record):
+    """One code cell; ``index`` is its 1-based position among all cells of the notebook."""
+
+    index: int
+    source: str
+
+
+class Submission(Record):
+    """A loaded, validated submission: only its code cells survive loading."""
+
+    file_name: str
+    sha256: str
+    format: Literal["ipynb", "py"]
+    cells: tuple[CodeCell, ...]
+    notes: tuple[str, ...] = ()
+
+
+# ---- extract --------------------------------------------------------------------------------
+
+
+class Chunk(Record):
+    """Kept top-level statements of one cell, executed as one unit in the sandbox."""
+
+    cell: int
+    line: int
+    source: str
+    defines: tuple[str, ...]
+
+
+class Dropped(Record):
+    """Something the extractor removed, and why."""
+
+    cell: int
+    line: int
+    kind: Literal["magic", "shell", "call", "loop", "print", "main_block", "unused", "other"]
+    detail: str
+
+
+class CellSyntaxError(Record):
+    """A cell that does not parse; its code is left out, the other cells are still used."""
+
+    cell: int
+    line: int
+    message: str
+
+
+class StudentModule(Record):
+    """The self-contained student code the sandbox imports, and what extraction did to get it."""
+
+    chunks: tuple[Chunk, ...]
+    target_cells: dict[str, tuple[int, ...]]
+    kept: tuple[str, ...]
+    dropped: tuple[Dropped, ...]
+    syntax_errors: tuple[CellSyntaxError, ...]
+
+    def source(self) -> str:
+        """The module as one file, for people to read."""
+        return "\n\n".join(f"# --- cell {c.cell} ---\n{c.source}" for c in self.chunks) + "\n"
+
+
+# ---- report ---------------------------------------------------------------------------------
+
+
+class CheckResult(Record):
+    """The verdict on one rubric check.
+
+    ``message`` is safe to show the student under the check's visibility rules;
+    ``detail`` is the full diagnosis for staff (identical for visible checks).
+    """
+
+    id: str
+    title: str
+    status: CheckStatus
+    score: float
+    max_score: float
+    visibility: Visibility
+    message: str
+    detail: str = ""
+    duration_ms: float = 0.0
+
+
+class BackendInfo(Record):
+    """Where and how student code ran."""
+
+    name: Literal["local", "docker", "inprocess"]
+    label: Literal["practice", "official", "trusted"]
+    isolation: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
+    image: str | None = None
+    limits: dict[str, float | int | str] = Field(default_factory=dict)
+
+
+class ExtractionSummary(Record):
+    kept: tuple[str, ...]
+    dropped: tuple[Dropped, ...]
+    syntax_errors: tuple[CellSyntaxError, ...]
+    import_errors: tuple[str, ...] = ()
+
+
+class GradeReport(Record):
+    """The score report of one submission; identical for identical input apart from timings."""
+
+    schema_version: int = SCHEMA_VERSION
+    submission: str
+    sha256: str
+    rubric_id: str
+    rubric_hash: str
+    grader_version: str
+    seed: int
+    backend: BackendInfo
+    extraction: ExtractionSummary
+    checks: tuple[CheckResult, ...]
+    score: float
+    max_score: float
+
+    @property
+    def all_passed(self) -> bool:
+        return bool(self.checks) and all(c.status == "passed" for c in self.checks)

@@ -1,0 +1,31 @@
+"""Where the bundled rubrics and reference live, in a source checkout or an installed wheel."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+_PACKAGE = Path(__file__).resolve().parent
+
+
+def _data_root() -> Path:
+    installed = _PACKAGE / "_data"
+    return installed if installed.is_dir() else _PACKAGE.parent
+
+
+def rubrics_dir() -> Path:
+    return _data_root() / "rubrics"
+
+
+def runtime_dir() -> Path:
+    """The course runtime (``tinytorch`` package) that student code imports in the sandbox."""
+    return _data_root() / "reference" / "runtime"
+
+
+def solution_dir() -> Path:
+    """The reference solutions: trusted, never copied into a sandbox that runs student code."""
+    return _data_root() / "reference" / "solution"
+
+
+def harness_parent() -> Path:
+    """The directory that holds the ``harness`` package (added to the sandbox's sys.path)."""
+    return _PACKAGE

@@ -1,0 +1,62 @@
+"""Plan stage: rubric + seed → the Job the sandbox runs (probe names and concrete inputs).
+
+Visible checks use fixed inputs, so a student sees the same feedback every run. Other checks draw
+their inputs from a per-submission seed that the student cannot predict when the course sets
+``GRADER_SEED_SECRET``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+import zlib
+from typing import Any
+
+import numpy as np
+
+from .harness.probes import Inputs, encode_inputs, load_probes
+from .models import Record
+from .rubric import CheckSpec, Rubric
+
+PUBLIC_SEED = 11_2024
+
+
+class PlannedCheck(Record):
+    id: str
+    probe: str
+    timeout_s: float
+    inputs: dict[str, Any]
+
+    def decoded(self) -> Inputs:
+        from .harness.probes import decode_inputs
+
+        return decode_inputs(self.inputs)
+
+
+class Job(Record):
+    """What crosses into the sandbox, besides the student module: no expected values."""
+
+    module: str
+    import_timeout_s: float
+    total_timeout_s: float
+    checks: tuple[PlannedCheck, ...]
+
+
+def submission_seed(sha256: str) -> int:
+    """A seed the student cannot predict without the course's secret."""
+    secret = os.environ.get("GRADER_SEED_SECRET", "tinytorch-grader").encode()
+    return int.from_bytes(hmac.new(secret, sha256.encode(), hashlib.sha256).digest()[:4], "big")
+
+
+def plan(rubric: Rubric, checks: tuple[CheckSpec, ...], seed: int) -> Job:
+    probes = load_probes(rubric.module)
+    planned = []
+    for check in checks:
+        base = PUBLIC_SEED if check.public else seed
+        rng = np.random.default_rng([base, zlib.crc32(check.id.encode())])
+        inputs = probes[check.probe].make_inputs(rng)
+        planned.append(PlannedCheck(id=check.id, probe=check.probe, timeout_s=check.timeout_s,
+                                    inputs=encode_inputs(inputs)))
+    return Job(module=rubric.module, import_timeout_s=rubric.import_timeout_s,
+               total_timeout_s=rubric.total_timeout_s, checks=tuple(planned))

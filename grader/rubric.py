@@ -1,0 +1,120 @@
+"""Rubric stage: load and validate a rubric file (TOML) into typed, versioned data.
+
+A rubric is data only; it is never executed. Probes and comparators are referenced by name and
+resolved against the registries, so a typo is reported when the rubric loads, not mid-grading.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field, ValidationError, model_validator
+
+from .errors import RubricError
+from .models import Record, Visibility
+
+SUPPORTED_SCHEMA = 1
+
+
+class CheckSpec(Record):
+    id: str = Field(pattern=r"^[a-z][a-z0-9_]{1,63}$")
+    title: str
+    points: float = Field(ge=0)
+    visibility: Visibility = "visible"
+    timeout_s: float = Field(gt=0, le=600)
+    rtol: float = Field(ge=0)
+    atol: float = Field(ge=0)
+    hint: str = ""
+    probe: str
+    comparator: str = "match"
+    needs: tuple[str, ...] = ()
+
+    @property
+    def public(self) -> bool:
+        return self.visibility == "visible"
+
+
+class Rubric(Record):
+    schema_version: int
+    id: str
+    title: str
+    module: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
+    targets: tuple[str, ...]
+    import_timeout_s: float = Field(gt=0, le=600)
+    total_timeout_s: float = Field(gt=0, le=3600)
+    checks: tuple[CheckSpec, ...]
+    sha256: str
+
+    @model_validator(mode="after")
+    def _unique_ids(self) -> Rubric:
+        ids = [c.id for c in self.checks]
+        dupes = sorted({i for i in ids if ids.count(i) > 1})
+        if dupes:
+            raise ValueError(f"duplicate check ids: {', '.join(dupes)}")
+        return self
+
+    @property
+    def max_score(self) -> float:
+        return sum(c.points for c in self.checks)
+
+    def select(self, public_only: bool) -> tuple[CheckSpec, ...]:
+        return tuple(c for c in self.checks if c.public or not public_only)
+
+
+def default_rubric_path() -> Path:
+    from .paths import rubrics_dir
+
+    return rubrics_dir() / "embeddings.toml"
+
+
+def load_rubric(path: str | Path | None = None) -> Rubric:
+    """Read, version-check and validate a rubric; RubricError says what to fix and where."""
+    p = Path(path) if path is not None else default_rubric_path()
+    try:
+        raw = p.read_bytes()
+        data = tomllib.loads(raw.decode("utf-8"))
+    except FileNotFoundError:
+        raise RubricError(f"rubric {p} not found; pass --rubric with a rubric .toml file") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise RubricError(f"rubric {p} is not valid TOML: {e}") from None
+    version = data.get("schema_version")
+    if not isinstance(version, int):
+        raise RubricError(f"rubric {p}: missing integer schema_version (this grader reads {SUPPORTED_SCHEMA})")
+    if version != SUPPORTED_SCHEMA:
+        age = "newer" if version > SUPPORTED_SCHEMA else "older"
+        raise RubricError(f"rubric {p}: schema_version {version} is {age} than this grader's {SUPPORTED_SCHEMA}; "
+                          f"upgrade the {'grader' if age == 'newer' else 'rubric'}")
+    return _validate(p, data, hashlib.sha256(raw).hexdigest())
+
+
+def _validate(p: Path, data: dict[str, Any], sha: str) -> Rubric:
+    from .harness.probes import load_probes
+
+    defaults = data.pop("defaults", {})
+    try:
+        probes = load_probes(str(data.get("module", "")))
+    except ModuleNotFoundError:
+        raise RubricError(f"rubric {p}: no probes for module {data.get('module')!r}") from None
+    checks = []
+    for raw in data.get("checks", []):
+        merged = {**defaults, **raw}
+        merged.setdefault("probe", merged.get("id"))
+        probe = probes.get(merged["probe"])
+        if probe is None:
+            raise RubricError(f"rubric {p}: check {merged.get('id')!r} names unknown probe {merged['probe']!r}; "
+                              f"known: {', '.join(sorted(probes))}")
+        merged["needs"] = probe.needs
+        checks.append(merged)
+    try:
+        rubric = Rubric(**{**data, "checks": checks, "sha256": sha})
+    except ValidationError as e:
+        first = e.errors()[0]
+        where = ".".join(str(x) for x in first["loc"])
+        raise RubricError(f"rubric {p}: {where}: {first['msg']}") from None
+    missing = sorted({n for c in rubric.checks for n in c.needs} - set(rubric.targets))
+    if missing:
+        raise RubricError(f"rubric {p}: checks need {', '.join(missing)}, which are not in targets")
+    return rubric

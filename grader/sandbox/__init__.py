@@ -1,0 +1,48 @@
+"""Sandbox stage: run the harness on a Job and a StudentModule, somewhere isolated.
+
+Every backend implements the ``Sandbox`` protocol. The caller owns ``workdir``; after ``run``
+returns, ``workdir/out`` holds whatever the harness wrote, to be read by ``grader.channel``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from ..models import BackendInfo, Chunk
+from ..plan import Job
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """What the host observed: where outputs are, the capped log, and why it killed the run."""
+
+    out_dir: Path
+    log: str
+    killed: str | None
+    elapsed_s: float
+
+
+class Sandbox(Protocol):
+    """Runs untrusted code; never sees expected values."""
+
+    def info(self) -> BackendInfo: ...
+
+    def run(self, job: Job, chunks: Sequence[Chunk], workdir: Path, hide: Sequence[Path] = ()) -> RunResult: ...
+
+
+def make_sandbox(backend: str) -> Sandbox:
+    """The sandbox for a ``--backend`` name; raises SandboxUnavailable with the fix when it can't run."""
+    if backend == "local":
+        from .local import LocalSandbox
+
+        return LocalSandbox()
+    if backend == "docker":
+        from .docker import DockerSandbox  # type: ignore[import-not-found,unused-ignore]
+
+        return DockerSandbox()  # type: ignore[no-any-return,unused-ignore]
+    from ..errors import SandboxUnavailable
+
+    raise SandboxUnavailable(f"unknown backend {backend!r}; choose 'local' or 'docker'")

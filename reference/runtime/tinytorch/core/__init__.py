@@ -1,0 +1,1 @@
+"""Core of the course runtime: `tensor` (Tensor, Function, backward) and `autograd`."""
