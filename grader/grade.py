@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from . import __version__
-from .channel import CheckOutput, ImportRecord, read_check, read_import
+from .channel import CheckOutput, ErrorInfo, ImportRecord, read_check, read_import
 from .errors import HarnessProtocolError
 from .extract import duplicate_definitions, extract
 from .judge import judge, not_gradable
@@ -88,7 +88,7 @@ class Grader:
                     results[spec.id] = judge(spec, called, inputs, failed_def, expected[spec.id])
                     continue
                 shapes = {k: v.shape for k, v in expected[spec.id].arrays.items()}
-                got = read_check(run.out_dir, spec.id, shapes)
+                got = _explain_name_error(read_check(run.out_dir, spec.id, shapes), imported)
                 if got.outcome == "missing" and run.killed:
                     got = CheckOutput(outcome="timeout", note=run.killed)
                 results[spec.id] = judge(spec, called, inputs, got, expected[spec.id])
@@ -142,12 +142,27 @@ def _definition_failure(spec: CheckSpec, imported: ImportRecord | None, run: Run
     for err in imported.chunk_errors:
         hit = [n for n in spec.needs if n in err.defines]
         if hit:
-            error = err.error.model_copy(update={
-                "message": f"defining {hit[0]} failed: {err.error.message}"
-                + (" (the starter's raise NotImplementedError() is still there: finish it)"
-                   if err.error.type == "NotImplementedError" else "")})
-            return CheckOutput(outcome="error", error=error)
+            return CheckOutput(outcome="error", error=_definition_error(hit[0], err.error))
     return None
+
+
+def _definition_error(name: str, error: ErrorInfo) -> ErrorInfo:
+    detail = f": {error.message}" if error.message else ""
+    if error.type == "NotImplementedError":
+        detail += " (the starter's raise NotImplementedError() is still there: finish it)"
+    return error.model_copy(update={"message": f"defining {name} failed{detail}"})
+
+
+def _explain_name_error(got: CheckOutput, imported: ImportRecord | None) -> CheckOutput:
+    """A NameError for a name whose own definition failed points at that failure instead."""
+    if got.outcome != "error" or got.error is None or got.error.type != "NameError" or imported is None:
+        return got
+    for err in imported.chunk_errors:
+        for name in err.defines:
+            if f"'{name}'" in got.error.message:
+                note = f"{got.error.message}, because defining {name} failed in cell {err.cell}: {err.error.type}"
+                return got.model_copy(update={"error": got.error.model_copy(update={"message": note[:900]})})
+    return got
 
 
 def _expected_outputs(run: RunResult, job: Job) -> dict[str, CheckOutput]:

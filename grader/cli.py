@@ -1,0 +1,63 @@
+"""The ``grader`` command line."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="grader", description="Grade TinyTorch notebooks in a sandbox.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    g = sub.add_parser("grade", help="grade one or more notebooks and print a table per notebook")
+    g.add_argument("paths", nargs="+", type=Path, help=".ipynb notebooks or jupytext percent .py files")
+    g.add_argument("--rubric", type=Path, help="rubric .toml (default: module 11 embeddings)")
+    g.add_argument("--backend", choices=["local", "docker"], default="local",
+                   help="local: practice isolation; docker: the official sandbox")
+    g.add_argument("--json", type=Path, metavar="FILE", help="also write the score report(s) as JSON")
+    g.add_argument("--public-only", action="store_true", help="run only the visible checks")
+    g.add_argument("--seed", type=int, help="seed for the inputs of non-visible checks")
+    g.add_argument("--staff", action="store_true", help="show full details of hidden checks too")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return _grade(args)
+
+
+def _grade(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from .errors import GraderError, SubmissionError
+    from .grade import Grader
+    from .report import render, write_json
+
+    console, errors = Console(), Console(stderr=True)
+    try:
+        grader = Grader(args.rubric, args.backend, public_only=args.public_only, seed=args.seed)
+    except GraderError as e:
+        errors.print(f"[red]error:[/] {e}", highlight=False)
+        return EXIT_USAGE
+    reports, bad_input = [], False
+    for path in args.paths:
+        try:
+            report = grader.grade(path)
+        except SubmissionError as e:
+            errors.print(f"[red]error:[/] {e}", highlight=False, markup=True)
+            bad_input = True
+            continue
+        reports.append(report)
+        render(report, console, staff=args.staff)
+    if args.json and reports:
+        write_json(reports, args.json)
+    if bad_input:
+        return EXIT_USAGE
+    return EXIT_OK if all(r.all_passed for r in reports) else EXIT_FAILED
+
+
+if __name__ == "__main__":
+    sys.exit(main())

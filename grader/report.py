@@ -1,0 +1,63 @@
+"""Render score reports for people: a rich table per submission, and JSON for machines."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+from rich import box
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from .models import GradeReport
+
+STATUS_STYLE = {
+    "passed": "[green]✔ passed[/]", "failed": "[red]✘ failed[/]", "error": "[red]✘ error[/]",
+    "timeout": "[magenta]⏱ timeout[/]", "crashed": "[red]☠ crashed[/]", "oom": "[magenta]▲ oom[/]",
+    "not_gradable": "[yellow]? not gradable[/]",
+}
+
+
+def render(report: GradeReport, console: Console, *, staff: bool = False) -> None:
+    """A compact table of checks, then the feedback of each check that did not pass."""
+    passed = sum(c.status == "passed" for c in report.checks)
+    title = (f"[bold]{escape(report.submission)}[/]: [bold]{report.score:g}/{report.max_score:g}[/] "
+             f"({passed}/{len(report.checks)} checks) [dim]{report.backend.label} run, "
+             f"{report.backend.name} backend[/]")
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    table.add_column("check", no_wrap=True)
+    table.add_column("status", no_wrap=True)
+    table.add_column("points", justify="right", no_wrap=True)
+    table.add_column("what it checks", overflow="fold")
+    for c in report.checks:
+        table.add_row(escape(c.id), STATUS_STYLE[c.status], f"{c.score:g}/{c.max_score:g}", escape(c.title))
+    console.print(table)
+    for c in report.checks:
+        text = c.detail if staff else c.message
+        if c.status != "passed" and text:
+            console.print(f"[bold]{escape(c.id)}[/] {STATUS_STYLE[c.status]}")
+            console.print(escape(text), highlight=False)
+            console.print()
+    for note in _notes(report):
+        console.print(f"[dim]note: {escape(note)}[/]", highlight=False)
+    if report.backend.label == "practice":
+        console.print("[dim]practice run: the official grade comes from the course's Docker sandbox[/]")
+
+
+def _notes(report: GradeReport) -> list[str]:
+    ex = report.extraction
+    notes = [f"cell {e.cell}, line {e.line}: syntax error ({e.message}); this cell was skipped"
+             for e in ex.syntax_errors]
+    notes += [f"while defining your code: {e}" for e in ex.import_errors]
+    skipped = [d for d in ex.dropped if d.kind in ("magic", "shell")]
+    if skipped:
+        notes.append(f"{len(skipped)} magic/shell line(s) were not run, e.g. cell {skipped[0].cell}: {skipped[0].detail}")
+    return notes
+
+
+def write_json(reports: Sequence[GradeReport], path: Path) -> None:
+    """One report as an object, several as a list."""
+    data = [r.model_dump(mode="json") for r in reports]
+    path.write_text(json.dumps(data[0] if len(data) == 1 else data, indent=2) + "\n", encoding="utf-8")
