@@ -1,14 +1,30 @@
-"""TinyTorch autograder: differential, sandboxed grading of course notebooks."""
+"""TinyTorch autograder: differential, sandboxed grading of course notebooks.
+
+Public names are imported lazily, so ``grader.cli`` and the sandbox harness start fast.
+"""
 
 from __future__ import annotations
 
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
 __version__ = "0.1.0"
 
-from .errors import GraderError, RubricError, SandboxError, SandboxUnavailable, SubmissionError  # noqa: E402
-from .grade import Grader, grade  # noqa: E402
-from .models import CheckResult, GradeReport  # noqa: E402
+_EXPORTS = {
+    "CheckResult": "models", "GradeReport": "models", "Grader": "grade", "grade": "grade",
+    "GraderError": "errors", "RubricError": "errors", "SandboxError": "errors",
+    "SandboxUnavailable": "errors", "SubmissionError": "errors",
+}
 
-__all__ = [
-    "CheckResult", "GradeReport", "Grader", "GraderError", "RubricError", "SandboxError",
-    "SandboxUnavailable", "SubmissionError", "__version__", "grade",
-]
+__all__ = sorted([*_EXPORTS, "__version__"])
+
+if TYPE_CHECKING:
+    from .errors import GraderError, RubricError, SandboxError, SandboxUnavailable, SubmissionError
+    from .grade import Grader, grade
+    from .models import CheckResult, GradeReport
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        return getattr(import_module(f".{_EXPORTS[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

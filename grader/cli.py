@@ -5,6 +5,10 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .sandbox.local import LocalSandbox
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -30,33 +34,47 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _grade(args: argparse.Namespace) -> int:
+    sandbox = _early_sandbox(args.backend)  # starts the harness while the heavy imports below run
     from rich.console import Console
 
-    from .errors import GraderError, SubmissionError
+    from .errors import GraderError
     from .grade import Grader
     from .report import render, write_json
 
     console, errors = Console(), Console(stderr=True)
     try:
-        grader = Grader(args.rubric, args.backend, public_only=args.public_only, seed=args.seed)
+        grader = Grader(args.rubric, sandbox or args.backend, public_only=args.public_only, seed=args.seed)
     except GraderError as e:
         errors.print(f"[red]error:[/] {e}", highlight=False)
+        if sandbox is not None:
+            sandbox.close()
         return EXIT_USAGE
     reports, bad_input = [], False
-    for path in args.paths:
-        try:
-            report = grader.grade(path)
-        except SubmissionError as e:
-            errors.print(f"[red]error:[/] {e}", highlight=False, markup=True)
-            bad_input = True
-            continue
-        reports.append(report)
-        render(report, console, staff=args.staff)
+    with grader:
+        for _path, outcome in grader.grade_many(args.paths):
+            if isinstance(outcome, GraderError):
+                errors.print(f"[red]error:[/] {outcome}", highlight=False)
+                bad_input = True
+                continue
+            reports.append(outcome)
+            render(outcome, console, staff=args.staff)
     if args.json and reports:
         write_json(reports, args.json)
     if bad_input:
         return EXIT_USAGE
     return EXIT_OK if all(r.all_passed for r in reports) else EXIT_FAILED
+
+
+def _early_sandbox(backend: str) -> LocalSandbox | None:
+    """For the local backend, a sandbox whose first harness is already starting."""
+    if backend != "local":
+        return None
+    from .paths import expected_cache_dir
+    from .sandbox.local import LocalSandbox
+
+    sandbox = LocalSandbox()
+    sandbox.prepare(hide=(expected_cache_dir(),))
+    return sandbox
 
 
 if __name__ == "__main__":

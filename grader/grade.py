@@ -5,21 +5,21 @@ from __future__ import annotations
 import shutil
 import tempfile
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from . import __version__
+from .errors import GraderError, SubmissionError
 from .channel import CheckOutput, ErrorInfo, ImportRecord, read_check, read_import
-from .errors import HarnessProtocolError
 from .extract import duplicate_definitions, extract
 from .judge import judge, not_gradable
 from .load import LoadLimits, load_submission
-from .models import Chunk, CheckResult, ExtractionSummary, GradeReport, StudentModule
-from .paths import solution_dir
+from .models import CheckResult, ExtractionSummary, GradeReport, StudentModule
 from .plan import Job, plan, submission_seed
 from .rubric import CheckSpec, Rubric, load_rubric
 from .sandbox import RunResult, Sandbox, make_sandbox
-from .sandbox.trusted import TrustedRunner
+from .paths import expected_cache_dir
+from .reference import ReferenceOracle
 from .score import total
 
 
@@ -37,9 +37,37 @@ class Grader:
     ) -> None:
         self.rubric = rubric if isinstance(rubric, Rubric) else load_rubric(rubric)
         self.sandbox = make_sandbox(backend) if isinstance(backend, str) else backend
-        self.reference = TrustedRunner()
+        self.reference = ReferenceOracle(self.rubric.module, self.rubric.targets)
         self.public_only, self.seed, self.limits = public_only, seed, limits
-        self._reference_chunks = _reference_chunks(self.rubric)
+
+    def prepare(self) -> None:
+        """Start a sandbox and the reference worker ahead of the next ``grade`` (if the backend can)."""
+        prepare = getattr(self.sandbox, "prepare", None)
+        if prepare is not None:
+            prepare(hide=(expected_cache_dir(),))
+        self.reference.start()
+
+    def grade_many(self, paths: Sequence[str | Path]) -> Iterator[tuple[Path, GradeReport | GraderError]]:
+        """Grade in order, keeping the next sandbox warm while the current one is judged."""
+        for n, path in enumerate(paths):
+            if n + 1 < len(paths):
+                self.prepare()
+            try:
+                yield Path(path), self.grade(path)
+            except SubmissionError as e:
+                yield Path(path), e
+
+    def close(self) -> None:
+        close = getattr(self.sandbox, "close", None)
+        if close is not None:
+            close()
+        self.reference.close()
+
+    def __enter__(self) -> Grader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def grade(self, path: str | Path) -> GradeReport:
         """Grade one file; SubmissionError if it cannot be read at all."""
@@ -67,17 +95,25 @@ class Grader:
         )
 
     def _run(self, job: Job, module: StudentModule, checks: Sequence[CheckSpec]) -> tuple[dict[str, CheckResult], tuple[str, ...]]:
-        base = Path(tempfile.mkdtemp(prefix="grader-"))
+        claim = getattr(self.sandbox, "claim_prepared", None)
+        student_dir = (claim() if claim else None) or Path(tempfile.mkdtemp(prefix="grader-"))
         try:
-            ref_dir, student_dir = base / "reference", base / "student"
-            ref_dir.mkdir(mode=0o700)
-            student_dir.mkdir()
-            ref: dict[str, RunResult] = {}
-            worker = threading.Thread(target=lambda: ref.update(r=self.reference.run(job, self._reference_chunks, ref_dir)))
+            ref: dict[str, dict[str, CheckOutput]] = {}
+            failure: list[BaseException] = []
+
+            def compute_expected() -> None:
+                try:
+                    ref["expected"] = self.reference.expected(job)
+                except BaseException as e:  # re-raised in the calling thread below
+                    failure.append(e)
+
+            worker = threading.Thread(target=compute_expected)
             worker.start()
-            run = self.sandbox.run(job, module.chunks, student_dir, hide=(ref_dir,))
+            run = self.sandbox.run(job, module.chunks, student_dir, hide=(expected_cache_dir(),))
             worker.join()
-            expected = _expected_outputs(ref["r"], job)
+            if failure:
+                raise failure[0]
+            expected = ref["expected"]
             imported = read_import(run.out_dir)
             results = {}
             for spec, planned in zip(checks, job.checks, strict=True):
@@ -96,17 +132,12 @@ class Grader:
                                   for e in (imported.chunk_errors if imported else ()))
             return results, import_errors
         finally:
-            shutil.rmtree(base, ignore_errors=True)
+            shutil.rmtree(student_dir, ignore_errors=True)
 
 
 def grade(path: str | Path, **options: object) -> GradeReport:
     """Grade one submission with the default rubric: ``grader.grade("student.ipynb")``."""
     return Grader(**options).grade(path)  # type: ignore[arg-type]
-
-
-def _reference_chunks(rubric: Rubric) -> tuple[Chunk, ...]:
-    source = (solution_dir() / f"{rubric.module}.py").read_text(encoding="utf-8")
-    return (Chunk(cell=0, line=1, source=source, defines=rubric.targets),)
 
 
 def _describe(rubric: Rubric, spec: CheckSpec, inputs: dict[str, object]) -> str:
@@ -163,14 +194,3 @@ def _explain_name_error(got: CheckOutput, imported: ImportRecord | None) -> Chec
                 note = f"{got.error.message}, because defining {name} failed in cell {err.cell}: {err.error.type}"
                 return got.model_copy(update={"error": got.error.model_copy(update={"message": note[:900]})})
     return got
-
-
-def _expected_outputs(run: RunResult, job: Job) -> dict[str, CheckOutput]:
-    expected = {}
-    for check in job.checks:
-        out = read_check(run.out_dir, check.id, None)
-        if out.outcome != "ok":
-            detail = out.error.text() if out.error else out.note or run.log[-2000:]
-            raise HarnessProtocolError(f"the reference solution failed check {check.id!r} ({out.outcome}): {detail}")
-        expected[check.id] = out
-    return expected

@@ -15,8 +15,8 @@ from typing import Any
 
 from .errors import SubmissionError
 from .models import CodeCell, Submission
+from .nbschema import validate_v4
 
-os.environ.setdefault("NBFORMAT_VALIDATOR", "fastjsonschema")
 
 
 @dataclass(frozen=True)
@@ -88,31 +88,32 @@ def _cells_from_ipynb(name: str, text: str, limits: LoadLimits) -> tuple[list[Co
     if len(data.get("cells") or []) > limits.max_cells:
         raise SubmissionError(f"{name}: has more than the {limits.max_cells}-cell limit")
     notes: list[str] = []
-    import nbformat  # deferred: about 100 ms of imports, only needed here
-
     version = data.get("nbformat")
     if not isinstance(version, int) or version < 1 or version > 4:
         raise SubmissionError(f"{name}: unsupported nbformat version {version!r}; save it with Jupyter 4 or newer")
-    try:
-        nb = nbformat.from_dict(data)
-        if version < 4:
-            nb = nbformat.convert(nb, 4)
-            notes.append(f"upgraded from nbformat v{version}")
-        nbformat.validate(nb, version=4)
-    except nbformat.ValidationError as e:
-        where = "/".join(str(x) for x in list(getattr(e, "absolute_path", []))[:4])
-        reason = str(getattr(e, "message", e)).splitlines()[0][:160]
-        raise SubmissionError(f"{name}: not a valid notebook ({where or 'top level'}: {reason})") from None
-    except Exception as e:  # nbformat's converters raise assorted errors on odd old files
-        raise SubmissionError(f"{name}: cannot be read as a notebook ({type(e).__name__}: {str(e)[:120]})") from None
+    nb = data if version == 4 else _upgrade(name, data, version)
+    if version < 4:
+        notes.append(f"upgraded from nbformat v{version}")
+    reason = validate_v4(nb)
+    if reason is not None:
+        raise SubmissionError(f"{name}: not a valid notebook ({reason})")
     cells = nb["cells"]
     if len(cells) > limits.max_cells:
         raise SubmissionError(f"{name}: has more than the {limits.max_cells}-cell limit")
     return [
         CodeCell(index=i, source=_source(c["source"]))
         for i, c in enumerate(cells, start=1)
-        if c.get("cell_type") == "code"
+        if c["cell_type"] == "code"
     ], notes
+
+
+def _upgrade(name: str, data: dict[str, Any], version: int) -> dict[str, Any]:
+    import nbformat  # only old notebooks pay for nbformat's converters
+
+    try:
+        return dict(nbformat.convert(nbformat.from_dict(data), 4))
+    except Exception as e:  # nbformat's converters raise assorted errors on odd old files
+        raise SubmissionError(f"{name}: cannot upgrade this nbformat v{version} notebook ({str(e)[:120]})") from None
 
 
 def _cells_from_percent_py(name: str, text: str, limits: LoadLimits) -> tuple[list[CodeCell], list[str]]:

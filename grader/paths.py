@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 _PACKAGE = Path(__file__).resolve().parent
@@ -29,3 +30,13 @@ def solution_dir() -> Path:
 def harness_parent() -> Path:
     """The directory that holds the ``harness`` package (added to the sandbox's sys.path)."""
     return _PACKAGE
+
+
+def cache_root() -> Path:
+    """Per-user cache: sandbox bundles, compiled schemas, expected outputs."""
+    return Path(os.environ.get("GRADER_CACHE") or Path.home() / ".cache" / "tinytorch-grader")
+
+
+def expected_cache_dir() -> Path:
+    """Cached reference outputs: trusted data that every sandbox must be kept away from."""
+    return cache_root() / "expected"

@@ -38,6 +38,7 @@ class Job(Record):
     """What crosses into the sandbox, besides the student module: no expected values."""
 
     module: str
+    seed: int
     import_timeout_s: float
     total_timeout_s: float
     checks: tuple[PlannedCheck, ...]
@@ -58,5 +59,5 @@ def plan(rubric: Rubric, checks: tuple[CheckSpec, ...], seed: int) -> Job:
         inputs = probes[check.probe].make_inputs(rng)
         planned.append(PlannedCheck(id=check.id, probe=check.probe, timeout_s=check.timeout_s,
                                     inputs=encode_inputs(inputs)))
-    return Job(module=rubric.module, import_timeout_s=rubric.import_timeout_s,
+    return Job(module=rubric.module, seed=seed, import_timeout_s=rubric.import_timeout_s,
                total_timeout_s=rubric.total_timeout_s, checks=tuple(planned))

@@ -9,10 +9,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from ..models import BackendInfo, Chunk
-from ..plan import Job
+if TYPE_CHECKING:
+    from ..models import BackendInfo, Chunk
+    from ..plan import Job
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,16 @@ class Sandbox(Protocol):
     def info(self) -> BackendInfo: ...
 
     def run(self, job: Job, chunks: Sequence[Chunk], workdir: Path, hide: Sequence[Path] = ()) -> RunResult: ...
+
+
+class Preparable(Protocol):
+    """A sandbox that can start its harness before the job is known, to hide start-up latency."""
+
+    def prepare(self, hide: Sequence[Path] = ()) -> Path: ...
+
+    def claim_prepared(self) -> Path | None: ...
+
+    def close(self) -> None: ...
 
 
 def make_sandbox(backend: str) -> Sandbox:

@@ -13,9 +13,9 @@ import tempfile
 from functools import lru_cache
 from pathlib import Path
 
-from ..paths import harness_parent, runtime_dir
+from ..paths import cache_root, harness_parent, runtime_dir
 
-BOOT = "import sys; sys.path[:0] = [{path!r}]; import harness.run as r; r.main()"
+BOOT = "import sys; sys.path[:0] = [{path!r}]; import harness.run as r; r.main(wait=True)"
 
 
 def _sources() -> list[tuple[Path, str]]:
@@ -33,10 +33,6 @@ def bundle_hash() -> str:
     for f, rel in _sources():
         h.update(rel.encode() + b"\0" + f.read_bytes() + b"\0")
     return h.hexdigest()[:16]
-
-
-def cache_root() -> Path:
-    return Path(os.environ.get("GRADER_CACHE") or Path.home() / ".cache" / "tinytorch-grader")
 
 
 @lru_cache(maxsize=1)

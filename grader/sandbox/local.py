@@ -7,20 +7,25 @@ from __future__ import annotations
 import ctypes
 import os
 import resource
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ..models import BackendInfo, Chunk
 from ..paths import rubrics_dir, solution_dir
-from ..plan import Job
 from . import RunResult
 from .bundle import boot_command, ensure_bundle
-from .process import deadlines, run_harness, write_job
+from .process import HarnessProcess, deadlines, write_job
+
+if TYPE_CHECKING:
+    from ..models import BackendInfo, Chunk
+    from ..plan import Job
 
 CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWNET = 0x00020000, 0x10000000, 0x40000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REC, MS_PRIVATE = 1, 2, 4, 1 << 14, 1 << 18
@@ -101,8 +106,12 @@ class LocalSandbox:
 
     def __init__(self, limits: LocalLimits = LocalLimits()) -> None:
         self.limits = limits
+        self._ready: dict[Path, HarnessProcess] = {}
+        self._claimed: set[Path] = set()
 
     def info(self) -> BackendInfo:
+        from ..models import BackendInfo
+
         isolation = ["process-group", "rlimits", "scrubbed-env", "private-workdir", "output-cap"]
         warnings = ["local backend: practice isolation only; official grades use --backend docker"]
         if namespaces_available():
@@ -116,13 +125,39 @@ class LocalSandbox:
         return BackendInfo(name="local", label="practice", isolation=tuple(isolation), warnings=tuple(warnings),
                            limits=limits)
 
+    def prepare(self, hide: Sequence[Path] = ()) -> Path:
+        """Start a harness in a fresh workdir now; a later ``run`` there hands it the job."""
+        workdir = Path(tempfile.mkdtemp(prefix="grader-"))
+        self._spawn(workdir, hide, cpu_s=300)
+        return workdir
+
+    def claim_prepared(self) -> Path | None:
+        """The oldest prepared workdir not yet claimed, if any."""
+        for workdir in self._ready:
+            if workdir not in self._claimed:
+                self._claimed.add(workdir)
+                return workdir
+        return None
+
+    def close(self) -> None:
+        """Stop every harness that was prepared but not used."""
+        for workdir in list(self._ready):
+            self._ready.pop(workdir).kill()
+            shutil.rmtree(workdir, ignore_errors=True)
+        self._claimed.clear()
+
+    def _spawn(self, workdir: Path, hide: Sequence[Path], cpu_s: int) -> None:
+        hidden = [str(p) for p in (solution_dir(), rubrics_dir(), *hide)] if namespaces_available() else None
+        self._ready[workdir] = HarnessProcess(
+            boot_command(sys.executable, str(ensure_bundle())), workdir, scrubbed_env(workdir),
+            _preexec(self.limits, cpu_s, hidden),
+        )
+
     def run(self, job: Job, chunks: Sequence[Chunk], workdir: Path, hide: Sequence[Path] = ()) -> RunResult:
         started = time.monotonic()
         write_job(workdir, job, chunks)
-        hidden = [str(p) for p in (solution_dir(), rubrics_dir(), *hide)] if namespaces_available() else None
-        cpu = int(deadlines(job)[1]) + 1
-        log, killed = run_harness(
-            boot_command(sys.executable, str(ensure_bundle())), workdir, job, scrubbed_env(workdir),
-            _preexec(self.limits, cpu, hidden),
-        )
+        if workdir not in self._ready:
+            self._spawn(workdir, hide, cpu_s=int(deadlines(job)[1]) + 1)
+        self._claimed.discard(workdir)
+        log, killed = self._ready.pop(workdir).supervise(job)
         return RunResult(workdir / "out", log, killed, time.monotonic() - started)

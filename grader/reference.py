@@ -1,0 +1,128 @@
+"""Expected outputs: the same probes run on the reference solution, in a trusted worker process.
+
+The worker imports the reference once and then serves job after job, so a batch pays its start-up
+once. Results are cached on disk by job content (inputs, probes, runtime, reference), so a fixed
+job such as the public checks never runs twice. The cache lives outside every sandbox.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
+
+from .channel import CheckOutput, read_check
+from .errors import HarnessProtocolError
+from .paths import expected_cache_dir, solution_dir
+from .plan import Job
+from .sandbox.bundle import bundle_hash, ensure_bundle
+from .sandbox.local import scrubbed_env
+from .sandbox.process import deadlines
+
+SERVE = "import sys; sys.path[:0] = [{path!r}]; import harness.run as r; r.serve({chunks!r})"
+
+
+class ReferenceOracle:
+    """Expected outputs per job, from a persistent trusted worker; thread-safe."""
+
+    def __init__(self, module: str, targets: tuple[str, ...]) -> None:
+        source_path = solution_dir() / f"{module}.py"
+        self.source = source_path.read_text(encoding="utf-8")
+        self.targets = targets
+        self._lock = threading.Lock()
+        self._proc: subprocess.Popen[str] | None = None
+        self._home: Path | None = None
+        self._version = hashlib.sha256((bundle_hash() + self.source).encode()).hexdigest()[:16]
+
+    def start(self) -> None:
+        """Spawn the worker now (it takes ~0.2 s to import), so that it is ready when needed."""
+        with self._lock:
+            self._ensure_worker()
+
+    def expected(self, job: Job) -> dict[str, CheckOutput]:
+        key = hashlib.sha256((self._version + job.model_dump_json()).encode()).hexdigest()[:32]
+        cached = expected_cache_dir() / key
+        if not (cached / "out").is_dir():
+            self._compute(job, cached)
+        return self._read(job, cached / "out")
+
+    def close(self) -> None:
+        with self._lock:
+            if self._proc is not None:
+                self._proc.kill()
+                self._proc.wait()
+                self._proc = None
+            if self._home is not None:
+                shutil.rmtree(self._home, ignore_errors=True)
+                self._home = None
+
+    def __del__(self) -> None:
+        self.close()
+
+    def _ensure_worker(self) -> subprocess.Popen[str]:
+        if self._proc is not None and self._proc.poll() is None:
+            return self._proc
+        self._home = Path(tempfile.mkdtemp(prefix="grader-ref-"))
+        chunks = self._home / "reference.json"
+        chunks.write_text(json.dumps({"chunks": [{"cell": 0, "line": 1, "source": self.source,
+                                                  "defines": list(self.targets)}]}), encoding="utf-8")
+        self._proc = subprocess.Popen(
+            [sys.executable, "-I", "-B", "-c", SERVE.format(path=str(ensure_bundle()), chunks=str(chunks))],
+            cwd=self._home, env=scrubbed_env(self._home), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True, start_new_session=True,
+        )
+        return self._proc
+
+    def _compute(self, job: Job, cached: Path) -> None:
+        expected_cache_dir().mkdir(parents=True, exist_ok=True)
+        os.chmod(expected_cache_dir(), 0o700)
+        work = Path(tempfile.mkdtemp(prefix=".job-", dir=expected_cache_dir()))
+        (work / "job.json").write_text(job.model_dump_json(), encoding="utf-8")
+        with self._lock:
+            proc = self._ensure_worker()
+            assert proc.stdin is not None and proc.stdout is not None
+            try:
+                proc.stdin.write(f"{work}\n")
+                proc.stdin.flush()
+                answer = _readline_within(proc, deadlines(job)[1])
+            except (BrokenPipeError, TimeoutError) as e:
+                answer = f"<{type(e).__name__}>"
+            if answer.strip() != "done":
+                stderr = ""
+                if proc.poll() is not None and proc.stderr is not None:
+                    stderr = proc.stderr.read()[-2000:]
+                self._proc = None
+                proc.kill()
+                shutil.rmtree(work, ignore_errors=True)
+                raise HarnessProtocolError(f"the reference worker failed ({answer.strip() or 'no answer'}): {stderr}")
+        try:
+            work.rename(cached)
+        except OSError:  # a concurrent grader cached the same job first
+            shutil.rmtree(work, ignore_errors=True)
+
+    def _read(self, job: Job, out: Path) -> dict[str, CheckOutput]:
+        expected = {}
+        for check in job.checks:
+            result = read_check(out, check.id, None)
+            if result.outcome != "ok":
+                detail = result.error.text() if result.error else result.note
+                raise HarnessProtocolError(
+                    f"the reference solution failed check {check.id!r} ({result.outcome}): {detail}")
+            expected[check.id] = result
+        return expected
+
+
+def _readline_within(proc: subprocess.Popen[str], seconds: float) -> str:
+    import select
+
+    assert proc.stdout is not None
+    ready, _, _ = select.select([proc.stdout], [], [], seconds)
+    if not ready:
+        raise TimeoutError
+    return proc.stdout.readline()
