@@ -29,8 +29,13 @@ class _Stmt:
     line: int
     source: str
     node: ast.stmt
-    defines: frozenset[str]
+    binds: frozenset[str]
+    modifies: frozenset[str]
     uses: frozenset[str]
+
+    @property
+    def defines(self) -> frozenset[str]:
+        return self.binds | self.modifies
 
 
 def extract(submission: Submission, targets: Sequence[str]) -> StudentModule:
@@ -55,10 +60,10 @@ def extract(submission: Submission, targets: Sequence[str]) -> StudentModule:
                 continue
             start = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
             source = "\n".join(lines[start - 1 : node.end_lineno])
-            defines, uses = _names(node, source)
-            candidates.append(_Stmt(cell.index, start, source, node, defines, uses))
+            binds, modifies, uses = _names(node, source)
+            candidates.append(_Stmt(cell.index, start, source, node, binds, modifies, uses))
 
-    target_cells = {t: tuple(s.cell for s in candidates if t in s.defines) for t in targets}
+    target_cells = {t: tuple(s.cell for s in candidates if t in s.binds) for t in targets}
     kept_idx = _closure(candidates, targets) | {
         i for i, s in enumerate(candidates) if _is_course_import(s.node)
     }
@@ -82,13 +87,18 @@ def extract(submission: Submission, targets: Sequence[str]) -> StudentModule:
 
 
 def duplicate_definitions(module: StudentModule) -> dict[str, tuple[int, ...]]:
-    """Targets defined by more than one distinct statement (identical copies are not duplicates)."""
+    """Targets bound by more than one distinct statement (identical copies are not duplicates)."""
     out: dict[str, tuple[int, ...]] = {}
     for name, cells in module.target_cells.items():
-        sources = {_normalized(c.source) for c in module.chunks if name in c.defines}
+        sources = {_normalized(c.source) for c in module.chunks if name in c.defines and c.cell in cells
+                   and not _only_modifies(c.source, name)}
         if len(sources) > 1:
             out[name] = cells
     return out
+
+
+def _only_modifies(source: str, name: str) -> bool:
+    return name in _names(ast.parse(source).body[0], source)[1]
 
 
 def _normalized(source: str) -> str:
@@ -148,9 +158,10 @@ def _summary(node: ast.stmt) -> str:
     return text[:80]
 
 
-def _names(node: ast.stmt, source: str) -> tuple[frozenset[str], frozenset[str]]:
-    """Module-level names a statement binds, and module-level names it (or its bodies) read."""
-    defines: set[str] = set()
+def _names(node: ast.stmt, source: str) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
+    """Module-level names a statement binds, changes (``name.attr = ...``) and reads."""
+    binds: set[str] = set()
+    modifies: set[str] = set()
     uses: set[str] = set()
     if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
@@ -160,16 +171,16 @@ def _names(node: ast.stmt, source: str) -> tuple[frozenset[str], frozenset[str]]
                 base = base.value
             if isinstance(base, ast.Name) and base is not t:
                 # ``Tensor.x = ...`` changes a name others use: keep it with that name.
-                defines.add(base.id)
+                modifies.add(base.id)
     table = symtable.symtable(source, "<stmt>", "exec")
     for sym in table.get_symbols():
-        if sym.is_assigned() or sym.is_imported():
-            defines.add(sym.get_name())
+        if (sym.is_assigned() or sym.is_imported()) and sym.get_name() not in modifies:
+            binds.add(sym.get_name())
         if sym.is_referenced():
             uses.add(sym.get_name())
     for child in table.get_children():
         uses |= _global_reads(child)
-    return frozenset(defines), frozenset(uses)
+    return frozenset(binds), frozenset(modifies), frozenset(uses)
 
 
 def _global_reads(table: symtable.SymbolTable) -> set[str]:

@@ -250,6 +250,7 @@ def _unmount_under(path: Path) -> None:
 def _run_logged(argv: list[str], say: Progress, what: str) -> None:
     """Run a command, passing each output line on as progress and keeping the tail for errors."""
     tail: list[str] = []
+    last, steps = 0.0, 0
     proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True, errors="replace")
     assert proc.stdout is not None
@@ -258,8 +259,14 @@ def _run_logged(argv: list[str], say: Progress, what: str) -> None:
             line = line.rstrip()
             if line:
                 tail = (tail + [line])[-20:]
-                if line.startswith(("I:", "W:", "E:")):
-                    say(f"{what}: {line[2:].strip()}")
+                if not line.startswith(("I:", "W:", "E:")):
+                    continue
+                steps += 1
+                per_package = re.match(r"I: (Retrieving|Validating|Extracting|Unpacking|Configuring) \S", line)
+                now = time.monotonic()
+                if not per_package or now - last >= 3.0:  # a heartbeat, not hundreds of lines
+                    say(f"{what}: {line[2:].strip()}" + (f" (step {steps})" if per_package else ""))
+                    last = now
     finally:
         rc = proc.wait()
     if rc != 0:

@@ -55,8 +55,7 @@ class ReferenceOracle:
     def close(self) -> None:
         with self._lock:
             if self._proc is not None:
-                self._proc.kill()
-                self._proc.wait()
+                _stop(self._proc)
                 self._proc = None
             if self._home is not None:
                 shutil.rmtree(self._home, ignore_errors=True)
@@ -98,7 +97,7 @@ class ReferenceOracle:
                 if proc.poll() is not None and proc.stderr is not None:
                     stderr = proc.stderr.read()[-2000:]
                 self._proc = None
-                proc.kill()
+                _stop(proc)
                 shutil.rmtree(work, ignore_errors=True)
                 raise HarnessProtocolError(f"the reference worker failed ({answer.strip() or 'no answer'}): {stderr}")
         try:
@@ -126,3 +125,11 @@ def _readline_within(proc: subprocess.Popen[str], seconds: float) -> str:
     if not ready:
         raise TimeoutError
     return proc.stdout.readline()
+
+
+def _stop(proc: subprocess.Popen[str]) -> None:
+    proc.kill()
+    proc.wait()
+    for stream in (proc.stdin, proc.stdout, proc.stderr):
+        if stream is not None:
+            stream.close()

@@ -109,6 +109,9 @@ class HarnessProcess:
         kill_group(self.proc.pid)
         self.proc.wait()
         self.reader.join(timeout=2)
+        for stream in (self.proc.stdin, self.proc.stdout):
+            if stream is not None:
+                stream.close()
 
 
 def kill_group(pgid: int) -> None:

@@ -1,0 +1,608 @@
+"""Backend ``docker``: the official sandbox. One fresh, locked-down container per submission.
+
+Transfer design. The container's root filesystem is read-only and ``/work`` is a size-capped
+tmpfs, which the engine's archive API (``put_archive``/``get_archive``) cannot reach: it sees the
+image layer under the mount, not the tmpfs. So nothing is copied with it. Instead the host attaches
+to the container's stdio before starting it and speaks a tiny framed protocol with a bootstrap
+script (``BOOTSTRAP`` below, passed as ``python3 -I -B -c``; the image holds only the harness and
+the runtime):
+
+- host → stdin: a header ``>IId`` (size of job.json, size of student.json, backstop seconds) and
+  the two files. Only this one submission ever enters the container; no environment variable, bind
+  mount, volume or archive carries anything else.
+- the bootstrap writes them into ``/work``, starts the harness (``/opt/grader``) in its own session
+  with stdout and stderr on the container's stderr and stdin on /dev/null, and reports ``b"I"`` on
+  stdout once ``out/import.json`` exists.
+- the host enforces the same deadlines as the local backend (``process.deadlines``). At a deadline
+  it sends ``b"S"``; the bootstrap then (and also when the harness exits, or at its own backstop)
+  SIGKILLs every process it can signal, so nothing can rewrite ``out/`` any more, and sends each
+  regular file of ``out/`` and ``out/<check>/`` as ``b"F" >H name >I size data``, then ``b"E"``.
+- the host reads the multiplexed attach stream: stderr goes into the log through a 1 MiB cap,
+  stdout is parsed by ``OutputStream`` with caps on names, sizes, file count and total bytes, and
+  the files are written into ``workdir/out`` only after a complete, well-formed stream ends with
+  ``E`` (names are checked against a whitelist; no links, no absolute paths, no ``..``, no
+  overwrites). Everything in that stream is untrusted: student code runs as the same user as the
+  bootstrap and could forge it, exactly as it could forge files in ``out/`` on the local backend;
+  ``grader.channel`` validates every byte before anything is scored.
+
+If the bootstrap does not answer ``S`` within ``STOP_GRACE_S`` the container is killed. In every
+case (success, deadline, error, Ctrl-C) the container is force-removed in a ``finally``; anything
+left behind by a hard crash carries the ``tinytorch-grader`` label and ``cleanup()`` removes it.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import re
+import socket
+import struct
+import threading
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import SandboxError
+from ..models import BackendInfo, Chunk
+from ..plan import Job
+from . import RunResult
+from .local import scrubbed_env
+from .process import OUTPUT_CAP, deadlines, write_job
+
+LABEL = "tinytorch-grader"
+RUN_LABEL = "grader.run"
+WORKDIR = "/work"
+BUNDLE = "/opt/grader"
+USER = "65534:65534"
+STOP_GRACE_S = 3.0
+BACKSTOP_GRACE_S = 5.0
+MAX_INPUT_BYTES = 32 * 1024 * 1024
+MAX_OUTPUT_FILE = 32 * 1024 * 1024
+MAX_OUTPUT_FILES = 4096
+MAX_NAME = 128
+_COMPONENT = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.]{0,127}\Z")
+
+# Runs inside the container as the sandbox user before any student code; public, like the harness.
+BOOTSTRAP = r'''
+import os, re, select, signal, stat, struct, subprocess, sys, time
+HARNESS = [sys.executable, "-I", "-B", "-c", @BOOT@]
+NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.]{0,127}\Z")
+MAX_FILE, MAX_TOTAL, MAX_FILES, MAX_INPUT = @MAX_FILE@, @MAX_TOTAL@, @MAX_FILES@, @MAX_INPUT@
+
+def put(data):
+    view = memoryview(data)
+    while view:
+        view = view[os.write(1, view):]
+
+def read_exact(n):
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = os.read(0, min(1 << 20, n - len(buf)))
+        if not chunk:
+            os._exit(3)
+        buf += chunk
+    return bytes(buf)
+
+def raise_oom_score():
+    try:
+        with open("/proc/self/oom_score_adj", "w") as f:
+            f.write("1000")
+    except OSError:
+        pass
+
+def send_file(rel, budget):
+    try:
+        fd = os.open("out/" + rel, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return 0
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > min(MAX_FILE, budget):
+            return 0
+        data = bytearray()
+        while len(data) <= st.st_size:
+            chunk = os.read(fd, st.st_size + 1 - len(data))
+            if not chunk:
+                break
+            data += chunk
+    finally:
+        os.close(fd)
+    if len(data) != st.st_size:
+        return 0
+    name = rel.encode()
+    put(b"F" + struct.pack(">H", len(name)) + name + struct.pack(">I", len(data)))
+    put(data)
+    return len(data)
+
+def send_outputs():
+    budget, count = MAX_TOTAL, 0
+    try:
+        top = sorted(os.listdir("out"))[:MAX_FILES]
+    except OSError:
+        top = []
+    for entry in top:
+        if not NAME.match(entry):
+            continue
+        try:
+            mode = os.lstat("out/" + entry).st_mode
+        except OSError:
+            continue
+        if stat.S_ISDIR(mode):
+            try:
+                names = [entry + "/" + n for n in sorted(os.listdir("out/" + entry))[:MAX_FILES] if NAME.match(n)]
+            except OSError:
+                names = []
+        else:
+            names = [entry]
+        for rel in names:
+            if count >= MAX_FILES:
+                return
+            sent = send_file(rel, budget)
+            budget -= sent
+            count += 1 if sent else 0
+
+def main():
+    job_size, student_size, backstop = struct.unpack(">IId", read_exact(16))
+    if max(job_size, student_size) > MAX_INPUT:
+        os._exit(3)
+    job, student = read_exact(job_size), read_exact(student_size)
+    end = time.monotonic() + backstop
+    os.chdir(@WORKDIR@)
+    for name, data in (("job.json", job), ("student.json", student)):
+        with open(name, "wb") as f:
+            f.write(data)
+        os.chmod(name, 0o444)
+    os.mkdir("out", 0o755)
+    proc = subprocess.Popen(HARNESS, stdin=subprocess.DEVNULL, stdout=2, stderr=2, close_fds=True,
+                            start_new_session=True, preexec_fn=raise_oom_score)
+    try:
+        pidfd = os.pidfd_open(proc.pid)
+    except (AttributeError, OSError):
+        pidfd = None
+    fds = [0] + ([pidfd] if pidfd is not None else [])
+    imported = False
+    while True:
+        if not imported and os.path.exists("out/import.json"):
+            imported = True
+            put(b"I")
+        left = end - time.monotonic()
+        if left <= 0:
+            break
+        wait = left if imported and pidfd is not None else min(left, 0.01)
+        ready = select.select(fds, [], [], wait)[0]
+        if pidfd in ready or (pidfd is None and proc.poll() is not None):
+            break
+        if 0 in ready:
+            data = os.read(0, 64)
+            if not data or b"S" in data:
+                break
+    if not imported and os.path.exists("out/import.json"):
+        put(b"I")
+    for kill in (lambda: os.killpg(proc.pid, signal.SIGKILL), lambda: os.kill(-1, signal.SIGKILL)):
+        try:
+            kill()
+        except OSError:
+            pass
+    proc.wait()
+    send_outputs()
+    put(b"E")
+
+main()
+'''
+
+
+@dataclass(frozen=True)
+class DockerLimits:
+    memory_mb: int = 1024
+    cpus: float = 1.0
+    pids: int = 128
+    tmpfs_mb: int = 64
+    tmpfs_inodes: int = 4096
+    max_open_files: int = 256
+    max_file_mb: int = 64
+
+    def as_dict(self) -> dict[str, float | int | str]:
+        return {"memory_mb": self.memory_mb, "memory_swap_mb": self.memory_mb, "cpus": self.cpus,
+                "pids": self.pids, "tmpfs_mb": self.tmpfs_mb, "max_open_files": self.max_open_files,
+                "max_file_mb": self.max_file_mb, "output_cap_bytes": OUTPUT_CAP}
+
+
+def bootstrap_source(limits: DockerLimits = DockerLimits()) -> str:
+    boot = f"import sys; sys.path[:0] = [{BUNDLE!r}]; import harness.run as r; r.main()"
+    return (BOOTSTRAP.replace("@BOOT@", repr(boot)).replace("@WORKDIR@", repr(WORKDIR))
+            .replace("@MAX_FILE@", str(MAX_OUTPUT_FILE)).replace("@MAX_TOTAL@", str(limits.tmpfs_mb * 1024 * 1024))
+            .replace("@MAX_FILES@", str(MAX_OUTPUT_FILES)).replace("@MAX_INPUT@", str(MAX_INPUT_BYTES)))
+
+
+def container_env() -> dict[str, str]:
+    """The local backend's scrubbed environment with container paths; nothing from the host."""
+    env = scrubbed_env(Path(WORKDIR))
+    env["TMPDIR"] = "/tmp"
+    return env
+
+
+def container_config(image: str, limits: DockerLimits = DockerLimits(), run_id: str | None = None) -> dict[str, Any]:
+    """Keyword arguments for ``client.containers.create``: every isolation setting in one place."""
+    from docker.types import LogConfig, Ulimit
+
+    run_id = run_id or uuid.uuid4().hex
+    mb = 1024 * 1024
+    tmpfs = (f"rw,noexec,nosuid,nodev,size={limits.tmpfs_mb}m,nr_inodes={limits.tmpfs_inodes}")
+    return {
+        "image": image,
+        "command": ["python3", "-I", "-B", "-c", bootstrap_source(limits)],
+        "name": f"{LABEL}-{run_id}",
+        "labels": {LABEL: "1", RUN_LABEL: run_id},
+        "user": USER,
+        "working_dir": WORKDIR,
+        "environment": container_env(),
+        "hostname": "sandbox",
+        "network_mode": "none",
+        "read_only": True,
+        "tmpfs": {WORKDIR: f"{tmpfs},mode=0700,uid=65534,gid=65534", "/tmp": f"{tmpfs},mode=1777"},
+        "ipc_mode": "none",
+        "cap_drop": ["ALL"],
+        "security_opt": ["no-new-privileges"],
+        "privileged": False,
+        "pids_limit": limits.pids,
+        "mem_limit": limits.memory_mb * mb,
+        "memswap_limit": limits.memory_mb * mb,
+        "mem_swappiness": 0,
+        "nano_cpus": int(limits.cpus * 1e9),
+        "ulimits": [
+            Ulimit(name="nofile", soft=limits.max_open_files, hard=limits.max_open_files),
+            Ulimit(name="fsize", soft=limits.max_file_mb * mb, hard=limits.max_file_mb * mb),
+            Ulimit(name="core", soft=0, hard=0),
+        ],
+        "init": True,
+        "log_config": LogConfig(type="none"),
+        "stdin_open": True,
+        "tty": False,
+        "auto_remove": False,
+    }
+
+
+class OutputStream:
+    """Incremental parser of the bootstrap's stdout: ``I``, then ``F`` records, then ``E``.
+
+    Untrusted input: every length is capped, names are whitelisted, and anything malformed marks
+    the stream broken (its files are then never written).
+    """
+
+    def __init__(self, max_total: int) -> None:
+        self.buf = bytearray()
+        self.max_total = max_total
+        self.total = 0
+        self.files: dict[str, bytes] = {}
+        self.imported = self.ended = False
+        self.broken: str | None = None
+
+    def feed(self, data: bytes) -> None:
+        if self.ended or self.broken:
+            return
+        self.buf += data
+        if len(self.buf) > MAX_OUTPUT_FILE + MAX_NAME + 16:
+            self._fail("a record is larger than allowed")
+            return
+        while self.buf and not (self.ended or self.broken):
+            kind = self.buf[0]
+            if kind == ord("I"):
+                self.imported = True
+                del self.buf[:1]
+            elif kind == ord("E"):
+                self.ended = True
+                del self.buf[:]
+            elif kind == ord("F"):
+                if not self._file():
+                    return
+            else:
+                self._fail(f"unexpected byte {kind:#04x}")
+
+    def _file(self) -> bool:
+        if len(self.buf) < 3:
+            return False
+        (name_len,) = struct.unpack_from(">H", self.buf, 1)
+        if not 0 < name_len <= 2 * MAX_NAME + 1:
+            self._fail("bad name length")
+            return False
+        if len(self.buf) < 3 + name_len + 4:
+            return False
+        (size,) = struct.unpack_from(">I", self.buf, 3 + name_len)
+        if size > MAX_OUTPUT_FILE or self.total + size > self.max_total or len(self.files) >= MAX_OUTPUT_FILES:
+            self._fail("output over the size or count cap")
+            return False
+        start = 3 + name_len + 4
+        if len(self.buf) < start + size:
+            return False
+        try:
+            name = bytes(self.buf[3:3 + name_len]).decode("ascii")
+        except UnicodeDecodeError:
+            name = ""
+        if not valid_output_name(name) or name in self.files:
+            self._fail(f"bad or repeated file name {name[:80]!r}")
+            return False
+        self.files[name] = bytes(self.buf[start:start + size])
+        self.total += size
+        del self.buf[:start + size]
+        return True
+
+    def _fail(self, why: str) -> None:
+        self.broken = why
+        self.files.clear()
+        del self.buf[:]
+
+
+def valid_output_name(name: str) -> bool:
+    """``<file>`` or ``<check>/<file>``: whitelisted characters, no leading dot, nothing else."""
+    parts = name.split("/")
+    return 1 <= len(parts) <= 2 and all(_COMPONENT.match(p) for p in parts)
+
+
+def write_outputs(files: dict[str, bytes], out_dir: Path) -> list[str]:
+    """Write validated outputs under ``out_dir`` without following or replacing anything."""
+    problems = []
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    for name, data in sorted(files.items()):
+        if not valid_output_name(name):
+            problems.append(f"refused output name {name[:80]!r}")
+            continue
+        parts = name.split("/")
+        parent = out_dir
+        try:
+            if len(parts) == 2:
+                parent = out_dir / parts[0]
+                if parent.is_symlink() or (parent.exists() and not parent.is_dir()):
+                    raise FileExistsError(parts[0])
+                parent.mkdir(mode=0o700, exist_ok=True)
+            fd = os.open(parent / parts[-1], flags, 0o600)
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+        except OSError as e:
+            problems.append(f"could not store output {name[:80]!r}: {type(e).__name__}")
+    return problems
+
+
+class _Attach(threading.Thread):
+    """Drains the attach socket: stderr into a capped log, stdout into an OutputStream."""
+
+    def __init__(self, sock: socket.socket, max_total: int) -> None:
+        super().__init__(daemon=True)
+        self.sock = sock
+        self.cond = threading.Condition()
+        self.stream = OutputStream(max_total)
+        self.log, self.dropped = bytearray(), 0
+        self.eof = False
+
+    def run(self) -> None:
+        pending = bytearray()
+        try:
+            while True:
+                data = self.sock.recv(262144)
+                if not data:
+                    break
+                pending += data
+                while len(pending) >= 8:
+                    (size,) = struct.unpack_from(">I", pending, 4)
+                    if len(pending) < 8 + size:
+                        break
+                    kind, payload = pending[0], bytes(pending[8:8 + size])
+                    del pending[:8 + size]
+                    with self.cond:
+                        if kind == 1:
+                            self.stream.feed(payload)
+                        else:
+                            room = OUTPUT_CAP - len(self.log)
+                            self.log += payload[:max(room, 0)]
+                            self.dropped += max(0, len(payload) - max(room, 0))
+                        self.cond.notify_all()
+        except OSError:
+            pass
+        finally:
+            with self.cond:
+                self.eof = True
+                self.cond.notify_all()
+
+    def finished(self) -> bool:
+        s = self.stream
+        return self.eof or s.ended or s.broken is not None
+
+    def text(self) -> str:
+        tail = f"\n[... {self.dropped} more bytes dropped]" if self.dropped else ""
+        return self.log.decode("utf-8", "replace") + tail
+
+
+# Containers of this process not yet removed: removed at interpreter exit if something skipped the finally.
+_live: set[str] = set()
+_live_lock = threading.Lock()
+
+
+def _remove(client: Any, ref: str) -> None:
+    """Kill and remove a container, retrying through Ctrl-C so that nothing is left running."""
+    import docker
+
+    interrupted = False
+    for _ in range(5):
+        try:
+            client.api.remove_container(ref, force=True, v=True)
+            break
+        except KeyboardInterrupt:
+            interrupted = True
+        except docker.errors.NotFound:
+            break
+        except docker.errors.APIError as e:
+            if "already in progress" in str(e):
+                break
+            time.sleep(0.2)
+    with _live_lock:
+        _live.discard(ref)
+    if interrupted:
+        raise KeyboardInterrupt
+
+
+@atexit.register
+def _remove_live() -> None:
+    if not _live:
+        return
+    try:
+        from ..image import docker_client
+
+        client = docker_client(timeout=30)
+    except Exception:
+        return
+    for ref in list(_live):
+        try:
+            _remove(client, ref)
+        except BaseException:
+            pass
+
+
+def cleanup(client: Any = None) -> int:
+    """Remove every container carrying the grader's label (leftovers of crashes); returns how many."""
+    import docker
+
+    if client is None:
+        from ..image import docker_client
+
+        client = docker_client()
+    removed = 0
+    for c in client.api.containers(all=True, filters={"label": f"{LABEL}=1"}):
+        try:
+            client.api.remove_container(c["Id"], force=True, v=True)
+            removed += 1
+        except docker.errors.NotFound:
+            pass
+    return removed
+
+
+class DockerSandbox:
+    """Official isolation: see SECURITY.md, requirement 5, and the module docstring."""
+
+    def __init__(self, image: str | None = None, limits: DockerLimits = DockerLimits(),
+                 progress: Callable[[str], None] | None = None, client: Any = None) -> None:
+        from ..image import build_image, docker_client
+
+        self.client = client or docker_client()
+        self.limits = limits
+        self.tag = image or build_image(progress=progress)
+        try:
+            self.image_id: str = self.client.images.get(self.tag).id
+        except Exception as e:
+            raise SandboxError(f"the sandbox image {self.tag} is not available: {e}") from None
+        self._warnings = self._engine_warnings()
+
+    def _engine_warnings(self) -> tuple[str, ...]:
+        try:
+            info = self.client.info()
+        except Exception:
+            return ("could not query the engine's capabilities",)
+        warnings = []
+        for key, what in (("MemoryLimit", "memory limit"), ("SwapLimit", "swap limit"),
+                          ("PidsLimit", "pids limit"), ("CpuCfsQuota", "CPU quota")):
+            if info.get(key) is False:
+                warnings.append(f"this Docker engine cannot enforce the {what}")
+        if not any("seccomp" in str(o) for o in info.get("SecurityOptions") or ()):
+            warnings.append("this Docker engine runs without seccomp")
+        return tuple(warnings)
+
+    def info(self) -> BackendInfo:
+        isolation = ("container", "network-none", "read-only-rootfs", "tmpfs-workdir", "non-root-user",
+                     "cap-drop-all", "no-new-privileges", "seccomp-default", "pids-limit", "memory-limit",
+                     "cpu-quota", "ulimits", "init", "no-logs", "output-cap", "wall-deadline")
+        return BackendInfo(name="docker", label="official", image=self.image_id, isolation=isolation,
+                           warnings=self._warnings, limits=self.limits.as_dict())
+
+    def container_config(self, run_id: str | None = None) -> dict[str, Any]:
+        return container_config(self.image_id, self.limits, run_id)
+
+    def run(self, job: Job, chunks: Sequence[Chunk], workdir: Path, hide: Sequence[Path] = ()) -> RunResult:
+        """``hide`` is moot here: no host path is visible inside the container."""
+        import docker
+
+        started = time.monotonic()
+        write_job(workdir, job, chunks)
+        job_bytes = (workdir / "job.json").read_bytes()
+        student_bytes = (workdir / "student.json").read_bytes()
+        if max(len(job_bytes), len(student_bytes)) > MAX_INPUT_BYTES:
+            raise SandboxError("the job is too large to send into the sandbox")
+        import_deadline, total_deadline = deadlines(job)
+        backstop = total_deadline + BACKSTOP_GRACE_S
+        config = self.container_config()
+        name = config["name"]
+        with _live_lock:
+            _live.add(name)
+        raw: socket.socket | None = None
+        reader: _Attach | None = None
+        killed: str | None = None
+        notes: list[str] = []
+        try:
+            try:
+                container = self.client.containers.create(**config)
+                sock = self.client.api.attach_socket(
+                    container.id, params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1})
+                raw = getattr(sock, "_sock", sock)
+                assert raw is not None
+                raw.settimeout(None)
+                reader = _Attach(raw, self.limits.tmpfs_mb * 1024 * 1024)
+                reader.start()
+                container.start()
+                header = struct.pack(">IId", len(job_bytes), len(student_bytes), backstop)
+                raw.sendall(header + job_bytes + student_bytes)
+            except docker.errors.APIError as e:
+                raise SandboxError(f"could not start the sandbox container: {e}") from None
+            except OSError as e:
+                raise SandboxError(f"lost the connection to the sandbox container: {e}") from None
+            t0 = time.monotonic()
+            with reader.cond:
+                while not reader.finished():
+                    elapsed = time.monotonic() - t0
+                    if not reader.stream.imported and elapsed > import_deadline:
+                        killed = f"importing the module took longer than {import_deadline:g} s"
+                        break
+                    if elapsed > total_deadline:
+                        killed = f"the whole run took longer than {total_deadline:g} s"
+                        break
+                    limit = total_deadline if reader.stream.imported else import_deadline
+                    reader.cond.wait(max(limit - elapsed, 0.0) + 0.005)
+            if killed:
+                try:
+                    raw.sendall(b"S")
+                except OSError:
+                    pass
+                with reader.cond:
+                    reader.cond.wait_for(reader.finished, timeout=STOP_GRACE_S)
+        finally:
+            _remove(self.client, name)
+            if raw is not None:
+                _close(raw)
+            if reader is not None:
+                reader.join(timeout=2)
+        stream = reader.stream
+        with reader.cond:
+            if stream.ended and not stream.broken:
+                notes += write_outputs(stream.files, workdir / "out")
+            elif stream.broken:
+                notes.append(f"[sandbox] output stream rejected: {stream.broken}")
+            else:
+                notes.append("[sandbox] the container ended without sending its outputs")
+            log = reader.text()
+        if notes:
+            log = (log + "\n" if log else "") + "\n".join(notes)
+        return RunResult(workdir / "out", log, killed, time.monotonic() - started)
+
+
+def _close(raw: socket.socket) -> None:
+    try:
+        raw.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+    try:
+        raw.close()
+    except OSError:
+        pass
+
+
+__all__ = ["DockerLimits", "DockerSandbox", "OutputStream", "bootstrap_source", "cleanup", "container_config",
+           "container_env", "valid_output_name", "write_outputs"]

@@ -1,0 +1,50 @@
+"""Shared fixtures: an isolated cache and a fixed seed secret, so runs are reproducible."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SUBMISSIONS = ROOT / "submissions"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _isolated_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    mp = pytest.MonkeyPatch()
+    mp.setenv("GRADER_CACHE", str(tmp_path_factory.mktemp("grader-cache")))
+    mp.setenv("GRADER_SEED_SECRET", "tests")
+    yield
+    mp.undo()
+
+
+@pytest.fixture(scope="session")
+def grader_local() -> Iterator[Any]:
+    from grader import Grader
+
+    with Grader(backend="local") as g:
+        yield g
+
+
+def write_notebook(path: Path, cells: list[str | tuple[str, str]], **top: Any) -> Path:
+    """A minimal valid v4.5 notebook; a cell is code, or (cell_type, source)."""
+    nb_cells = []
+    for n, cell in enumerate(cells):
+        kind, source = cell if isinstance(cell, tuple) else ("code", cell)
+        entry: dict[str, Any] = {"cell_type": kind, "id": f"c{n}", "metadata": {}, "source": source}
+        if kind == "code":
+            entry.update(execution_count=None, outputs=[])
+        nb_cells.append(entry)
+    nb = {"cells": nb_cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5, **top}
+    path.write_text(json.dumps(nb), encoding="utf-8")
+    return path
+
+
+def code_cells(notebook: Path) -> list[str]:
+    """The code cells of a notebook in ``submissions/``, for building variants of it."""
+    nb = json.loads(notebook.read_text(encoding="utf-8"))
+    return ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"]

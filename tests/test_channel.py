@@ -1,0 +1,76 @@
+"""The result channel: only plain, finite, correctly shaped numbers and schema-valid JSON get in."""
+
+from __future__ import annotations
+
+import json
+import pickle
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from grader.channel import read_check, read_import, read_npy
+
+
+def save(path: Path, value: object, **kw: object) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("wb") as f:
+        np.lib.format.write_array(f, value, allow_pickle=True, **kw)  # type: ignore[arg-type]
+    return path
+
+
+def test_reads_a_plain_array_as_float64(tmp_path: Path) -> None:
+    out = read_npy(save(tmp_path / "a.npy", np.arange(6, dtype=np.int32).reshape(2, 3)), (2, 3))
+    assert type(out) is np.ndarray and out.dtype == np.float64 and out.tolist() == [[0, 1, 2], [3, 4, 5]]
+
+
+@pytest.mark.parametrize(
+    ("value", "shape", "reason"),
+    [
+        pytest.param(np.array([1, None], dtype=object), (2,), "not a plain number", id="object-dtype"),
+        pytest.param(np.array(["a", "b"]), (2,), "not a plain number", id="strings"),
+        pytest.param(np.zeros((3, 2)), (2, 3), "differs from the expected", id="wrong-shape"),
+        pytest.param(np.zeros((0, 2)), (0, 2), "empty", id="empty"),
+        pytest.param(np.array([1.0, np.nan]), (2,), "NaN", id="nan"),
+        pytest.param(np.array([np.inf]), (1,), "NaN or infinite", id="inf"),
+        pytest.param(np.zeros(2, dtype=[("a", "f8")]), (2,), "not a plain number", id="structured"),
+    ],
+)
+def test_refuses_arrays_that_are_not_plain_finite_numbers(tmp_path: Path, value: np.ndarray, shape: tuple[int, ...], reason: str) -> None:
+    with pytest.raises(ValueError, match=reason):
+        read_npy(save(tmp_path / "a.npy", value), shape)
+
+
+def test_refuses_pickles_symlinks_and_truncated_files(tmp_path: Path) -> None:
+    (tmp_path / "p.npy").write_bytes(pickle.dumps([1.0, 2.0]))
+    with pytest.raises(ValueError, match="not a valid .npy"):
+        read_npy(tmp_path / "p.npy", (2,))
+    good = save(tmp_path / "g.npy", np.ones(4))
+    (tmp_path / "link.npy").symlink_to(good)
+    with pytest.raises(ValueError, match="no array file"):
+        read_npy(tmp_path / "link.npy", (4,))
+    (tmp_path / "t.npy").write_bytes(good.read_bytes()[:-8])
+    with pytest.raises(ValueError, match="truncated"):
+        read_npy(tmp_path / "t.npy", (4,))
+
+
+def test_forged_or_malformed_records_count_as_missing(tmp_path: Path) -> None:
+    (tmp_path / "c1.json").write_text(json.dumps({"check": "c1", "status": "passed", "score": 100}))
+    (tmp_path / "c2.json").write_text("{" * 100_000)
+    (tmp_path / "c3.json").write_text(json.dumps({"check": "other", "status": "ok"}))
+    for check in ("c1", "c2", "c3", "c4"):
+        assert read_check(tmp_path, check, {}).outcome == "missing"
+    assert read_import(tmp_path) is None
+
+
+def test_only_arrays_the_reference_produced_are_read(tmp_path: Path) -> None:
+    (tmp_path / "c.json").write_text(json.dumps({"check": "c", "status": "ok", "arrays": ["a", "extra"]}))
+    save(tmp_path / "c" / "a.npy", np.ones(2))
+    save(tmp_path / "c" / "extra.npy", np.ones(2))
+    out = read_check(tmp_path, "c", {"a": (2,)})
+    assert list(out.arrays) == ["a"]
+
+
+def test_facts_must_be_plain_json_scalars(tmp_path: Path) -> None:
+    (tmp_path / "c.json").write_text(json.dumps({"check": "c", "status": "ok", "facts": {"x": {"nested": 1}}}))
+    assert read_check(tmp_path, "c", {}).outcome == "missing"
