@@ -60,4 +60,5 @@ def _notes(report: GradeReport) -> list[str]:
 def write_json(reports: Sequence[GradeReport], path: Path) -> None:
     """One report as an object, several as a list."""
     data = [r.model_dump(mode="json") for r in reports]
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data[0] if len(data) == 1 else data, indent=2) + "\n", encoding="utf-8")

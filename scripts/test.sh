@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Set up, start what the marked tests need (Docker engine, image), then run the whole test suite.
+# GRADER_REQUIRE_DOCKER=1 (set by CI) turns "no Docker engine" from a skip into a failure.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+if [ -f .ci/docker-engine.sh ] && { [ "$(id -u)" = 0 ] || [ "${GRADER_REQUIRE_DOCKER:-0}" = 1 ]; }; then
+  PATH="$PWD/.venv/bin:$PATH" bash .ci/docker-engine.sh
+fi
+exec .venv/bin/python -m pytest "$@"

@@ -1,0 +1,63 @@
+"""The ``grader`` command: tables, JSON, and exit codes 0 / 1 / 2 with one-line errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from .conftest import SUBMISSIONS
+
+
+def grader(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "grader.cli", *map(str, args)],
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_all_passed_exits_0_and_prints_the_table(tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    run = grader("grade", SUBMISSIONS / "correct_tinytorch.ipynb", "--json", out)
+    assert run.returncode == 0, run.stderr
+    assert "100/100" in run.stdout and "practice run" in run.stdout
+    report = json.loads(out.read_text())
+    assert report["score"] == 100 and report["backend"]["label"] == "practice"
+    assert {c["id"] for c in report["checks"]} >= {"emb_lookup", "grad_accumulate", "sin_pos0"}
+
+
+def test_a_failed_check_exits_1_with_feedback() -> None:
+    run = grader("grade", SUBMISSIONS / "bug_backward_overwrite.ipynb")
+    assert run.returncode == 1
+    assert "row 0 received 1x the gradient instead of 2x" in run.stdout
+
+
+def test_bad_input_exits_2_with_a_one_line_error_and_no_traceback(tmp_path: Path) -> None:
+    bad = tmp_path / "broken.ipynb"
+    bad.write_text("{oops")
+    run = grader("grade", bad, SUBMISSIONS / "correct_tinytorch.ipynb")
+    assert run.returncode == 2
+    assert "broken.ipynb: not valid JSON" in run.stderr and "Traceback" not in run.stderr
+    assert "100/100" in run.stdout  # the good file is still graded
+
+
+def test_bad_rubric_exits_2(tmp_path: Path) -> None:
+    rubric = tmp_path / "r.toml"
+    rubric.write_text("schema_version = 9\n")
+    run = grader("grade", SUBMISSIONS / "correct_tinytorch.ipynb", "--rubric", rubric)
+    assert run.returncode == 2 and "newer than this grader" in run.stderr and "Traceback" not in run.stderr
+
+
+def test_public_only_runs_only_visible_checks(tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    run = grader("grade", SUBMISSIONS / "correct_tinytorch.ipynb", "--public-only", "--json", out)
+    assert run.returncode == 0
+    checks = json.loads(out.read_text())["checks"]
+    assert checks and all(c["visibility"] == "visible" for c in checks)
+
+
+def test_several_files_write_a_json_list(tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    grader("grade", SUBMISSIONS / "correct_tinytorch.ipynb", SUBMISSIONS / "bug_sin_cos_swapped.ipynb", "--json", out)
+    reports = json.loads(out.read_text())
+    assert [r["submission"] for r in reports] == ["correct_tinytorch.ipynb", "bug_sin_cos_swapped.ipynb"]
+    assert reports[1]["score"] < 100

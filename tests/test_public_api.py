@@ -1,0 +1,12 @@
+"""The package's public names are exactly these, and each one resolves."""
+
+import grader
+
+
+def test_exported_members() -> None:
+    assert grader.__all__ == sorted([
+        "CheckResult", "GradeReport", "Grader", "GraderError", "RubricError", "SandboxError",
+        "SandboxUnavailable", "SubmissionError", "__version__", "grade",
+    ])
+    for name in grader.__all__:
+        assert getattr(grader, name) is not None

@@ -1,0 +1,57 @@
+"""Rubric loading: the bundled rubric, and clear errors for broken ones."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from grader.errors import RubricError
+from grader.rubric import load_rubric
+
+CONTRACT_IDS = {
+    "emb_shape", "emb_lookup", "emb_params", "emb_index_error", "emb_xavier", "grad_accumulate", "grad_sparse",
+    "grad_batch", "pe_broadcast", "pe_too_long", "pe_grad", "sin_pos0", "sin_values", "layer_modes",
+    "layer_sin_values", "layer_scale",
+}
+
+
+def test_bundled_rubric_has_the_contract_checks_and_100_points() -> None:
+    rubric = load_rubric()
+    assert {c.id for c in rubric.checks} == CONTRACT_IDS
+    assert rubric.max_score == 100
+    assert {c.visibility for c in rubric.checks} >= {"visible", "hidden"}
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        pytest.param("schema_version = 0\n", "older than this grader", id="too-old"),
+        pytest.param("title = 'x'\n", "missing integer schema_version", id="no-version"),
+        pytest.param("schema_version = 1\n[[checks\n", "not valid TOML", id="bad-toml"),
+        pytest.param("schema_version = 1\nid='r'\ntitle='t'\nmodule='nope'\n", "no probes for module", id="no-module"),
+    ],
+)
+def test_broken_rubrics_say_what_to_fix(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "r.toml"
+    path.write_text(text)
+    with pytest.raises(RubricError, match=message):
+        load_rubric(path)
+
+
+def test_unknown_probe_and_bad_visibility_are_caught(tmp_path: Path) -> None:
+    base = Path(__file__).parents[1].joinpath("rubrics", "embeddings.toml").read_text()
+    path = tmp_path / "r.toml"
+    path.write_text(base.replace('id = "emb_shape"', 'id = "emb_shape"\nprobe = "nope"'))
+    with pytest.raises(RubricError, match="unknown probe 'nope'"):
+        load_rubric(path)
+    path.write_text(base.replace('visibility = "hidden"', 'visibility = "secret"'))
+    with pytest.raises(RubricError, match="visibility"):
+        load_rubric(path)
+
+
+def test_instructors_can_reweight(tmp_path: Path) -> None:
+    base = Path(__file__).parents[1].joinpath("rubrics", "embeddings.toml").read_text()
+    path = tmp_path / "r.toml"
+    path.write_text(base.replace("points = 12", "points = 22"))
+    assert load_rubric(path).max_score == 110
