@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from .reference import ReferenceOracle
     from .sandbox.local import LocalSandbox
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -34,7 +35,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _grade(args: argparse.Namespace) -> int:
-    sandbox = _early_sandbox(args.backend)  # starts the harness while the heavy imports below run
+    # Start the sandbox's harness and the reference worker first: their interpreters boot on the
+    # other core while this process does its own (heavier) imports.
+    sandbox = _early_sandbox(args.backend)
+    reference = _early_reference(args.rubric)
     from rich.console import Console
 
     from .errors import GraderError
@@ -43,11 +47,13 @@ def _grade(args: argparse.Namespace) -> int:
 
     console, errors = Console(), Console(stderr=True)
     try:
-        grader = Grader(args.rubric, sandbox or args.backend, public_only=args.public_only, seed=args.seed)
+        grader = Grader(args.rubric, sandbox or args.backend, public_only=args.public_only, seed=args.seed,
+                        reference=reference)
     except GraderError as e:
         errors.print(f"[red]error:[/] {e}", highlight=False)
-        if sandbox is not None:
-            sandbox.close()
+        for started in (sandbox, reference):
+            if started is not None:
+                started.close()
         return EXIT_USAGE
     reports, bad_input = [], False
     with grader:
@@ -63,6 +69,23 @@ def _grade(args: argparse.Namespace) -> int:
     if bad_input:
         return EXIT_USAGE
     return EXIT_OK if all(r.all_passed for r in reports) else EXIT_FAILED
+
+
+def _early_reference(rubric: Path | None) -> ReferenceOracle | None:
+    """The rubric module's reference worker, already starting; None if the rubric is unreadable
+    (the Grader then reports why)."""
+    import tomllib
+
+    from .paths import rubrics_dir
+    from .reference import ReferenceOracle
+
+    try:
+        module = tomllib.loads((rubric or rubrics_dir() / "embeddings.toml").read_text(encoding="utf-8"))["module"]
+        oracle = ReferenceOracle(str(module))
+    except (OSError, ValueError, KeyError):
+        return None
+    oracle.start()
+    return oracle
 
 
 def _early_sandbox(backend: str) -> LocalSandbox | None:

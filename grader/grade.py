@@ -34,10 +34,11 @@ class Grader:
         public_only: bool = False,
         seed: int | None = None,
         limits: LoadLimits = LoadLimits(),
+        reference: ReferenceOracle | None = None,
     ) -> None:
         self.rubric = rubric if isinstance(rubric, Rubric) else load_rubric(rubric)
         self.sandbox = make_sandbox(backend) if isinstance(backend, str) else backend
-        self.reference = ReferenceOracle(self.rubric.module, self.rubric.targets)
+        self.reference = reference or ReferenceOracle(self.rubric.module)
         self.public_only, self.seed, self.limits = public_only, seed, limits
 
     def prepare(self) -> None:

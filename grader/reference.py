@@ -16,14 +16,17 @@ import sys
 import tempfile
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from .channel import CheckOutput, read_check
 from .errors import HarnessProtocolError
 from .paths import expected_cache_dir, solution_dir
-from .plan import Job
 from .sandbox.bundle import bundle_hash, ensure_bundle
 from .sandbox.local import scrubbed_env
 from .sandbox.process import deadlines
+
+if TYPE_CHECKING:  # imported lazily: the CLI starts the worker before the heavy imports
+    from .channel import CheckOutput
+    from .plan import Job
 
 SERVE = "import sys; sys.path[:0] = [{path!r}]; import harness.run as r; r.serve({chunks!r})"
 
@@ -31,10 +34,8 @@ SERVE = "import sys; sys.path[:0] = [{path!r}]; import harness.run as r; r.serve
 class ReferenceOracle:
     """Expected outputs per job, from a persistent trusted worker; thread-safe."""
 
-    def __init__(self, module: str, targets: tuple[str, ...]) -> None:
-        source_path = solution_dir() / f"{module}.py"
-        self.source = source_path.read_text(encoding="utf-8")
-        self.targets = targets
+    def __init__(self, module: str) -> None:
+        self.source = (solution_dir() / f"{module}.py").read_text(encoding="utf-8")
         self._lock = threading.Lock()
         self._proc: subprocess.Popen[str] | None = None
         self._home: Path | None = None
@@ -69,8 +70,7 @@ class ReferenceOracle:
             return self._proc
         self._home = Path(tempfile.mkdtemp(prefix="grader-ref-"))
         chunks = self._home / "reference.json"
-        chunks.write_text(json.dumps({"chunks": [{"cell": 0, "line": 1, "source": self.source,
-                                                  "defines": list(self.targets)}]}), encoding="utf-8")
+        chunks.write_text(json.dumps({"chunks": [{"cell": 0, "line": 1, "source": self.source}]}), encoding="utf-8")
         self._proc = subprocess.Popen(
             [sys.executable, "-I", "-B", "-c", SERVE.format(path=str(ensure_bundle()), chunks=str(chunks))],
             cwd=self._home, env=scrubbed_env(self._home), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -106,6 +106,8 @@ class ReferenceOracle:
             shutil.rmtree(work, ignore_errors=True)
 
     def _read(self, job: Job, out: Path) -> dict[str, CheckOutput]:
+        from .channel import read_check
+
         expected = {}
         for check in job.checks:
             result = read_check(out, check.id, None)

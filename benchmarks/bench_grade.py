@@ -1,0 +1,84 @@
+"""Speed of `grader grade --backend local` against an in-process floor, measured in one run.
+
+    python benchmarks/bench_grade.py [--repeat 5] [--batch 20]
+
+Per submission: a fresh `grader grade` process per file, against a fresh floor process per file
+(python + numpy import + the same probes run in-process, no isolation, no reference, no judging).
+Batch: one `grader grade` call on N files. Prints medians and ratios; it asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from grader.extract import extract  # noqa: E402
+from grader.load import load_submission  # noqa: E402
+from grader.plan import plan, submission_seed  # noqa: E402
+from grader.rubric import load_rubric  # noqa: E402
+from grader.sandbox.bundle import ensure_bundle  # noqa: E402
+from grader.sandbox.process import write_job  # noqa: E402
+
+
+def timed(argv: list[str], env: dict[str, str]) -> float:
+    started = time.perf_counter()
+    subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, check=False)
+    return time.perf_counter() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--batch", type=int, default=20)
+    args = parser.parse_args()
+
+    files = sorted((ROOT / "submissions").glob("*.ipynb"))
+    rubric = load_rubric()
+    bundle = str(ensure_bundle())
+    work = Path(tempfile.mkdtemp(prefix="bench-"))
+    env = {**os.environ, "GRADER_CACHE": str(work / "cache")}
+    jobs = []
+    for f in files:
+        sub = load_submission(f)
+        job_dir = work / f.stem
+        job_dir.mkdir()
+        write_job(job_dir, plan(rubric, rubric.checks, submission_seed(sub.sha256)), extract(sub, rubric.targets).chunks)
+        jobs.append(job_dir)
+
+    grade = [sys.executable, "-m", "grader.cli", "grade", "--backend", "local"]
+    floor = [sys.executable, str(ROOT / "benchmarks" / "floor.py"), bundle]
+    timed([*grade, str(files[0])], env)  # build bundle, schema and reference caches once
+    floor_s, grade_s = [], []
+    for _ in range(args.repeat):  # interleaved, so both see the same machine load
+        for f, job_dir in zip(files, jobs):
+            floor_s.append(timed([*floor, str(job_dir)], env))
+            grade_s.append(timed([*grade, str(f)], env))
+
+    batch_files = [str(files[i % len(files)]) for i in range(args.batch)]
+    batch_floor = [sum(timed([*floor, str(jobs[i % len(jobs)])], env) for i in range(args.batch)) / args.batch
+                   for _ in range(max(1, args.repeat // 2))]
+    batch_grade = [timed([*grade, *batch_files], env) / args.batch for _ in range(max(1, args.repeat // 2))]
+    shutil.rmtree(work, ignore_errors=True)
+
+    f_med, g_med = statistics.median(floor_s), statistics.median(grade_s)
+    bf, bg = statistics.median(batch_floor), statistics.median(batch_grade)
+    print(f"machine: {os.cpu_count()} cores; {len(files)} submissions x {args.repeat} repeats")
+    print(f"floor (python + numpy + probes in-process), per submission: {f_med * 1000:7.1f} ms")
+    print(f"grader grade --backend local, one file per call:            {g_med * 1000:7.1f} ms  "
+          f"ratio {g_med / f_med:.2f}x")
+    print(f"grader grade --backend local, {args.batch} files in one call, per file:  {bg * 1000:7.1f} ms  "
+          f"ratio {bg / bf:.2f}x (floor {bf * 1000:.1f} ms)")
+
+
+if __name__ == "__main__":
+    main()
