@@ -26,11 +26,23 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--public-only", action="store_true", help="run only the visible checks")
     g.add_argument("--seed", type=int, help="seed for the inputs of non-visible checks")
     g.add_argument("--staff", action="store_true", help="show full details of hidden checks too")
+    b = sub.add_parser("batch", help="grade a whole class: a folder, nbgrader submitted/, a Gradescope export, or a .zip")
+    b.add_argument("source", type=Path, help="folder or .zip of submissions")
+    b.add_argument("--out", type=Path, required=True, metavar="RESULTS_DIR", help="where results and reports go")
+    b.add_argument("--roster", type=Path, help="roster CSV (student ids, names, emails) for the exports")
+    b.add_argument("--workers", type=int, default=None, help="parallel sandboxes (default: number of cores)")
+    b.add_argument("--backend", choices=["local", "docker"], default="local")
+    b.add_argument("--rubric", type=Path, help="rubric .toml (default: module 11 embeddings)")
+    b.add_argument("--force", action="store_true", help="regrade even submissions with an up-to-date result")
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command == "batch":
+        from .batch.cli import batch
+
+        return batch(args)
     return _grade(args)
 
 

@@ -1,0 +1,69 @@
+"""Safe extraction of a submissions ``.zip``: every member is validated before anything is written."""
+
+from __future__ import annotations
+
+import stat
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from ..errors import SubmissionError
+
+
+@dataclass(frozen=True)
+class ArchiveLimits:
+    max_members: int = 5000
+    max_total_bytes: int = 500 * 1024 * 1024
+    max_member_bytes: int = 20 * 1024 * 1024
+    max_ratio: int = 200  # a member that inflates more than this is a zip bomb
+
+
+def extract_zip(archive: Path, dest: Path, limits: ArchiveLimits = ArchiveLimits()) -> None:
+    """Extract ``archive`` into ``dest`` or raise SubmissionError naming the first bad member."""
+    try:
+        zf = zipfile.ZipFile(archive)
+    except (zipfile.BadZipFile, OSError) as e:
+        raise SubmissionError(f"{archive.name}: not a readable zip file ({e})") from None
+    with zf:
+        members = zf.infolist()
+        if len(members) > limits.max_members:
+            raise SubmissionError(f"{archive.name}: {len(members)} members, over the {limits.max_members} limit")
+        total = 0
+        for m in members:
+            _validate(archive.name, m, limits)
+            total += m.file_size
+        if total > limits.max_total_bytes:
+            raise SubmissionError(f"{archive.name}: unpacks to {total} bytes, over the {limits.max_total_bytes} limit")
+        root = dest.resolve()
+        for m in members:
+            target = (root / m.filename).resolve()
+            if not target.is_relative_to(root):
+                raise SubmissionError(f"{archive.name}: member {m.filename!r} would land outside the folder")
+            if m.is_dir():
+                target.mkdir(parents=True, exist_ok=True)
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with zf.open(m) as src, target.open("wb") as out:
+                remaining = limits.max_member_bytes + 1
+                while chunk := src.read(min(1 << 20, remaining)):
+                    out.write(chunk)
+                    remaining -= len(chunk)
+                if remaining <= 0:
+                    raise SubmissionError(f"{archive.name}: member {m.filename!r} is larger than it claims")
+
+
+def _validate(name: str, m: zipfile.ZipInfo, limits: ArchiveLimits) -> None:
+    path = PurePosixPath(m.filename.replace("\\", "/"))
+    mode = m.external_attr >> 16
+    if m.filename.startswith(("/", "\\")) or path.is_absolute() or (path.parts and ":" in path.parts[0]):
+        raise SubmissionError(f"{name}: member {m.filename!r} has an absolute path")
+    if ".." in path.parts:
+        raise SubmissionError(f"{name}: member {m.filename!r} climbs out with '..'")
+    if stat.S_ISLNK(mode):
+        raise SubmissionError(f"{name}: member {m.filename!r} is a symbolic link")
+    if mode and not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+        raise SubmissionError(f"{name}: member {m.filename!r} is not a regular file")
+    if m.file_size > limits.max_member_bytes:
+        raise SubmissionError(f"{name}: member {m.filename!r} is {m.file_size} bytes, over the limit")
+    if m.compress_size and m.file_size / m.compress_size > limits.max_ratio:
+        raise SubmissionError(f"{name}: member {m.filename!r} inflates {m.file_size // m.compress_size}x (zip bomb?)")

@@ -1,0 +1,147 @@
+"""``grader batch``: grade a whole class in parallel, resumably, into RESULTS_DIR."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import tempfile
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .. import __version__
+from ..errors import GraderError, SubmissionError
+from ..grade import Grader
+from ..load import LoadLimits
+from ..rubric import Rubric, load_rubric
+from .layouts import Discovery, Entry, discover
+from .store import SQLiteStore, StoredResult, cache_key, now
+
+
+@dataclass
+class BatchOutcome:
+    layout: str
+    total: int
+    graded: int = 0
+    skipped: int = 0
+    invalid: int = 0
+    failed: int = 0
+    problems: list[str] = field(default_factory=list)
+
+
+Progress = Callable[[str, StoredResult | None], None]
+
+
+def run_batch(
+    source: Path,
+    results_dir: Path,
+    *,
+    rubric: Path | None = None,
+    backend: str = "local",
+    workers: int | None = None,
+    force: bool = False,
+    on_start: Callable[[Discovery, int], None] | None = None,
+    on_done: Progress | None = None,
+) -> BatchOutcome:
+    """Grade every submission in ``source`` that has no up-to-date result in ``results_dir``."""
+    loaded = load_rubric(rubric)
+    store = SQLiteStore(results_dir)
+    scratch = Path(tempfile.mkdtemp(prefix="grader-batch-"))
+    try:
+        found = discover(source, scratch)
+        image = _image_id(backend)
+        store.set_meta("rubric", loaded.model_dump_json())
+        store.set_meta("layout", found.layout)
+        todo = []
+        outcome = BatchOutcome(found.layout, len(found.entries), problems=list(found.problems))
+        for entry in found.entries:
+            key = cache_key(_sha256(entry.path), loaded.sha256, image, __version__)
+            if not force and store.key_of(entry.student_id) == key:
+                outcome.skipped += 1
+            else:
+                todo.append((entry, key))
+        if on_start is not None:
+            on_start(found, len(todo))
+        _grade_all(todo, loaded, backend, workers or os.cpu_count() or 1, store, outcome, on_done)
+        return outcome
+    finally:
+        store.close()
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _grade_all(todo: list[tuple[Entry, str]], rubric: Rubric, backend: str, workers: int, store: SQLiteStore,
+               outcome: BatchOutcome, on_done: Progress | None) -> None:
+    local = threading.local()
+    graders: list[Grader] = []
+    lock = threading.Lock()
+
+    def grade_one(entry: Entry, key: str) -> StoredResult:
+        if not hasattr(local, "grader"):
+            local.grader = Grader(rubric, backend)
+            with lock:
+                graders.append(local.grader)
+        base = dict(student_id=entry.student_id, cache_key=key, sha256=key.split(":")[0], file_name=entry.path.name,
+                    name=entry.name, email=entry.email, submitted_at=entry.submitted_at)
+        try:
+            report = local.grader.grade(entry.path)
+        except SubmissionError as e:
+            return StoredResult(**base, status="invalid", reason=str(e), score=None, max_score=None, report=None,
+                                graded_at=now())
+        except GraderError as e:
+            return StoredResult(**base, status="failed_to_grade", reason=str(e), score=None, max_score=None,
+                                report=None, graded_at=now())
+        except Exception as e:  # a grader bug must not stop the class; it is flagged, never scored 0
+            reason = f"internal grader error, please report it: {type(e).__name__}: {str(e)[:300]}"
+            return StoredResult(**base, status="failed_to_grade", reason=reason, score=None, max_score=None,
+                                report=None, graded_at=now())
+        return StoredResult(**base, status="graded", reason="", score=report.score, max_score=report.max_score,
+                            report=report, graded_at=now())
+
+    try:
+        with ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="grade") as pool:
+            futures = {pool.submit(grade_one, entry, key): entry for entry, key in todo}
+            for future in as_completed(futures):
+                result = future.result()
+                store.put(result)  # committed now: a kill after this line loses nothing
+                write_student_report(store.path.parent, result)
+                if result.status == "graded":
+                    outcome.graded += 1
+                elif result.status == "invalid":
+                    outcome.invalid += 1
+                else:
+                    outcome.failed += 1
+                if on_done is not None:
+                    on_done(futures[future].student_id, result)
+    finally:
+        for g in graders:
+            g.close()
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        h.update(f.read(LoadLimits().max_bytes + 1))
+    return h.hexdigest()
+
+
+def _image_id(backend: str) -> str:
+    if backend != "docker":
+        return backend
+    from ..sandbox import make_sandbox
+
+    return make_sandbox("docker").info().image or "docker"
+
+
+def write_student_report(results_dir: Path, result: StoredResult) -> Path | None:
+    """``reports/<student>.json``: the score report, for people and tools that want files."""
+    if result.report is None:
+        return None
+    path = results_dir / "reports" / f"{result.student_id}.json"
+    path.parent.mkdir(exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(result.report.model_dump_json(indent=2), encoding="utf-8")
+    tmp.replace(path)
+    return path
