@@ -84,6 +84,14 @@ class StudentModule(Record):
 # ---- report ---------------------------------------------------------------------------------
 
 
+class Figure(Record):
+    """A small 2-D output beside the reference's, for pictures in feedback reports."""
+
+    name: str
+    got: tuple[tuple[float, ...], ...]
+    expected: tuple[tuple[float, ...], ...]
+
+
 class CheckResult(Record):
     """The verdict on one rubric check.
 
@@ -100,6 +108,7 @@ class CheckResult(Record):
     message: str
     detail: str = ""
     duration_ms: float = 0.0
+    figures: tuple[Figure, ...] = ()
 
 
 class BackendInfo(Record):

@@ -25,6 +25,7 @@ def normalized(report: GradeReport) -> dict[str, Any]:
     data = report.model_dump(mode="json")
     for check in data["checks"]:
         check.pop("duration_ms")
+        check["figures"] = [f"{f['name']}: {len(f['got'])}x{len(f['got'][0])}" for f in check["figures"]]
     data["backend"] = {"name": data["backend"]["name"], "label": data["backend"]["label"]}
     data.pop("grader_version")
     return data

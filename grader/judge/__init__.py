@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..channel import CheckOutput
-from ..models import CheckResult, CheckStatus
+from ..models import CheckResult, CheckStatus, Figure
 from ..rubric import CheckSpec
 from . import embeddings
 from .compare import Mismatch, compare
@@ -42,7 +42,21 @@ def judge(spec: CheckSpec, called: str, inputs: dict[str, Any], got: CheckOutput
         lines.append(f"... and {len(mismatches) - 4} more differences")
     if cause:
         lines.append(f"Likely cause: {cause}.")
-    return _result(spec, "failed", "\n".join(lines), called, got.duration_ms)
+    result = _result(spec, "failed", "\n".join(lines), called, got.duration_ms)
+    return result.model_copy(update={"figures": _figures(got, expected, mismatches)})
+
+
+MAX_FIGURE_CELLS = 128 * 128
+
+
+def _figures(got: CheckOutput, expected: CheckOutput, mismatches: list[Mismatch]) -> tuple[Figure, ...]:
+    """Differing 2-D outputs (up to 128 x 128) with the reference's, so reports can draw them."""
+    figures = []
+    for m in mismatches:
+        g, e = got.arrays.get(m.name), expected.arrays.get(m.name)
+        if g is not None and e is not None and g.ndim == 2 and g.shape == e.shape and g.size <= MAX_FIGURE_CELLS:
+            figures.append(Figure(name=m.name, got=tuple(map(tuple, g.tolist())), expected=tuple(map(tuple, e.tolist()))))
+    return tuple(figures)
 
 
 def not_gradable(spec: CheckSpec, reason: str) -> CheckResult:
