@@ -104,11 +104,10 @@ def _early_sandbox(backend: str) -> LocalSandbox | None:
     """For the local backend, a sandbox whose first harness is already starting."""
     if backend != "local":
         return None
-    from .paths import expected_cache_dir
     from .sandbox.local import LocalSandbox
 
     sandbox = LocalSandbox()
-    sandbox.prepare(hide=(expected_cache_dir(),))
+    sandbox.start()
     return sandbox
 
 

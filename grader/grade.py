@@ -41,18 +41,16 @@ class Grader:
         self.reference = reference or ReferenceOracle(self.rubric.module)
         self.public_only, self.seed, self.limits = public_only, seed, limits
 
-    def prepare(self) -> None:
-        """Start a sandbox and the reference worker ahead of the next ``grade`` (if the backend can)."""
-        prepare = getattr(self.sandbox, "prepare", None)
-        if prepare is not None:
-            prepare(hide=(expected_cache_dir(),))
+    def start(self) -> None:
+        """Warm up the sandbox and the reference worker before the first ``grade``."""
+        start = getattr(self.sandbox, "start", None)
+        if start is not None:
+            start()
         self.reference.start()
 
     def grade_many(self, paths: Sequence[str | Path]) -> Iterator[tuple[Path, GradeReport | GraderError]]:
-        """Grade in order, keeping the next sandbox warm while the current one is judged."""
-        for n, path in enumerate(paths):
-            if n + 1 < len(paths):
-                self.prepare()
+        """Grade in order; a file that cannot be read yields its SubmissionError instead of a report."""
+        for path in paths:
             try:
                 yield Path(path), self.grade(path)
             except SubmissionError as e:
@@ -96,8 +94,7 @@ class Grader:
         )
 
     def _run(self, job: Job, module: StudentModule, checks: Sequence[CheckSpec]) -> tuple[dict[str, CheckResult], tuple[str, ...]]:
-        claim = getattr(self.sandbox, "claim_prepared", None)
-        student_dir = (claim() if claim else None) or Path(tempfile.mkdtemp(prefix="grader-"))
+        student_dir = Path(tempfile.mkdtemp(prefix="grader-"))
         try:
             ref: dict[str, dict[str, CheckOutput]] = {}
             failure: list[BaseException] = []

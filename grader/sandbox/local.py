@@ -1,35 +1,41 @@
-"""Backend ``local``: the harness in a subprocess with rlimits, a scrubbed environment and, where
-the OS allows, private network and mount namespaces. Reports from it are labelled "practice".
+"""Backend ``local``: practice-grade isolation for laptops without Docker (SECURITY.md, req. 6).
+
+A zygote process (numpy, the course runtime and the harness already imported) forks one child
+per submission. The child enters a new session, private network and mount namespaces where the
+OS allows (hiding the reference, the rubrics and the expected-output cache), gets rlimits and a
+scrubbed environment, and only then runs student code. The host supervises it through a pidfd,
+reads its output through a 1 MiB cap, and kills its whole process group at the end.
 """
 
 from __future__ import annotations
 
-import ctypes
+import json
 import os
-import resource
-import shutil
+import select
+import socket
 import subprocess
 import sys
-import tempfile
+import threading
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..paths import rubrics_dir, solution_dir
+from ..errors import SandboxError
+from ..harness.isolate import enter_namespaces
+from ..paths import expected_cache_dir, rubrics_dir, solution_dir
 from . import RunResult
-from .bundle import boot_command, ensure_bundle
-from .process import HarnessProcess, deadlines, write_job
+from .bundle import ensure_bundle
+from .process import CappedReader, deadlines, kill_group, write_job
 
 if TYPE_CHECKING:
     from ..models import BackendInfo, Chunk
     from ..plan import Job
 
-CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWNET = 0x00020000, 0x10000000, 0x40000000
-MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REC, MS_PRIVATE = 1, 2, 4, 1 << 14, 1 << 18
-_libc = ctypes.CDLL(None, use_errno=True)
+ZYGOTE = "import sys; sys.path[:0] = [{path!r}]; import harness.zygote as z; z.serve({fd})"
+POLL_S = 0.01
 
 
 @dataclass(frozen=True)
@@ -49,52 +55,11 @@ def scrubbed_env(workdir: Path) -> dict[str, str]:
     }
 
 
-def _check(rc: int, what: str) -> None:
-    if rc != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, f"{what}: {os.strerror(err)}")
-
-
-def _enter_namespaces(hide: Sequence[str]) -> None:
-    """Own network namespace (no interfaces but a down loopback) and mounts hiding ``hide``."""
-    uid, gid = os.getuid(), os.getgid()
-    flags = CLONE_NEWNET | CLONE_NEWNS | (0 if uid == 0 else CLONE_NEWUSER)
-    _check(_libc.unshare(flags), "unshare")
-    if uid != 0:
-        for path, text in (("/proc/self/setgroups", "deny"), ("/proc/self/uid_map", f"{uid} {uid} 1"),
-                           ("/proc/self/gid_map", f"{gid} {gid} 1")):
-            with open(path, "w") as f:
-                f.write(text)
-    _check(_libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None), "mount --make-rprivate /")
-    for path in hide:
-        if os.path.isdir(path):
-            _check(_libc.mount(b"tmpfs", path.encode(), b"tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV, b"size=4k"),
-                   f"hide {path}")
-
-
-def _preexec(limits: LocalLimits, cpu_s: int, hide: Sequence[str] | None) -> Callable[[], None]:
-    def apply() -> None:
-        if hide is not None:
-            _enter_namespaces(hide)
-        mb = 1024 * 1024
-        for res, value in (
-            (resource.RLIMIT_AS, limits.memory_mb * mb),
-            (resource.RLIMIT_CPU, cpu_s),
-            (resource.RLIMIT_NPROC, limits.max_processes),
-            (resource.RLIMIT_FSIZE, limits.max_file_mb * mb),
-            (resource.RLIMIT_NOFILE, limits.max_open_files),
-            (resource.RLIMIT_CORE, 0),
-        ):
-            resource.setrlimit(res, (value, value))
-
-    return apply
-
-
 @lru_cache(maxsize=1)
 def namespaces_available() -> bool:
     """Whether this OS lets us make private network and mount namespaces (tried once, on /bin/true)."""
     try:
-        subprocess.run(["/bin/true"], preexec_fn=lambda: _enter_namespaces(()), check=True,
+        subprocess.run(["/bin/true"], preexec_fn=lambda: enter_namespaces(()), check=True,
                        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         return True
     except (subprocess.SubprocessError, OSError):
@@ -102,12 +67,13 @@ def namespaces_available() -> bool:
 
 
 class LocalSandbox:
-    """Practice-grade isolation for laptops without Docker; see SECURITY.md, requirement 6."""
+    """Forks each submission's harness from a warm zygote; thread-safe."""
 
     def __init__(self, limits: LocalLimits = LocalLimits()) -> None:
         self.limits = limits
-        self._ready: dict[Path, HarnessProcess] = {}
-        self._claimed: set[Path] = set()
+        self._lock = threading.Lock()
+        self._zygote: subprocess.Popen[bytes] | None = None
+        self._sock: socket.socket | None = None
 
     def info(self) -> BackendInfo:
         from ..models import BackendInfo
@@ -120,44 +86,95 @@ class LocalSandbox:
             warnings.append("this OS does not allow private network namespaces: student code could reach the network")
         if os.getuid() == 0:
             warnings.append("running as root: the process limit (RLIMIT_NPROC) is not enforced")
-        limits = {"memory_mb": self.limits.memory_mb, "max_processes": self.limits.max_processes,
-                  "max_file_mb": self.limits.max_file_mb, "max_open_files": self.limits.max_open_files}
         return BackendInfo(name="local", label="practice", isolation=tuple(isolation), warnings=tuple(warnings),
-                           limits=limits)
+                           limits={k: v for k, v in asdict(self.limits).items()})
 
-    def prepare(self, hide: Sequence[Path] = ()) -> Path:
-        """Start a harness in a fresh workdir now; a later ``run`` there hands it the job."""
-        workdir = Path(tempfile.mkdtemp(prefix="grader-"))
-        self._spawn(workdir, hide, cpu_s=300)
-        return workdir
-
-    def claim_prepared(self) -> Path | None:
-        """The oldest prepared workdir not yet claimed, if any."""
-        for workdir in self._ready:
-            if workdir not in self._claimed:
-                self._claimed.add(workdir)
-                return workdir
-        return None
+    def start(self) -> None:
+        """Start the zygote now (about 0.2 s of imports), so that the first run does not wait."""
+        with self._lock:
+            self._ensure_zygote()
 
     def close(self) -> None:
-        """Stop every harness that was prepared but not used."""
-        for workdir in list(self._ready):
-            self._ready.pop(workdir).kill()
-            shutil.rmtree(workdir, ignore_errors=True)
-        self._claimed.clear()
-
-    def _spawn(self, workdir: Path, hide: Sequence[Path], cpu_s: int) -> None:
-        hidden = [str(p) for p in (solution_dir(), rubrics_dir(), *hide)] if namespaces_available() else None
-        self._ready[workdir] = HarnessProcess(
-            boot_command(sys.executable, str(ensure_bundle())), workdir, scrubbed_env(workdir),
-            _preexec(self.limits, cpu_s, hidden),
-        )
+        with self._lock:
+            if self._sock is not None:
+                self._sock.close()
+                self._sock = None
+            if self._zygote is not None:
+                self._zygote.kill()
+                self._zygote.wait()
+                self._zygote = None
 
     def run(self, job: Job, chunks: Sequence[Chunk], workdir: Path, hide: Sequence[Path] = ()) -> RunResult:
         started = time.monotonic()
         write_job(workdir, job, chunks)
-        if workdir not in self._ready:
-            self._spawn(workdir, hide, cpu_s=int(deadlines(job)[1]) + 1)
-        self._claimed.discard(workdir)
-        log, killed = self._ready.pop(workdir).supervise(job)
-        return RunResult(workdir / "out", log, killed, time.monotonic() - started)
+        os.chmod(workdir, 0o700)
+        hidden = [str(p) for p in (solution_dir(), rubrics_dir(), expected_cache_dir(), *hide)]
+        limits = {**asdict(self.limits), "cpu_s": int(deadlines(job)[1]) + 1}
+        request = {"workdir": str(workdir), "hide": hidden, "limits": limits, "namespaces": namespaces_available()}
+        pid, pidfd, out_fd = self._fork(request)
+        reader = CappedReader(os.fdopen(out_fd, "rb"))
+        reader.start()
+        try:
+            killed = _supervise(pidfd, workdir, job)
+        finally:
+            kill_group(pid)
+            os.close(pidfd)
+            reader.join(timeout=2)
+            reader.stream.close()
+        return RunResult(workdir / "out", reader.text(), killed, time.monotonic() - started)
+
+    def _fork(self, request: dict[str, object]) -> tuple[int, int, int]:
+        with self._lock:
+            for attempt in (1, 2):  # a zygote that died is restarted once
+                sock = self._ensure_zygote()
+                try:
+                    sock.sendall(json.dumps(request).encode())
+                    message, fds, _, _ = socket.recv_fds(sock, 4096, 2)
+                    if len(fds) == 2:
+                        return int(json.loads(message)["pid"]), fds[0], fds[1]
+                except OSError:
+                    pass
+                self._restart()
+        raise SandboxError("the local sandbox's zygote process failed twice; see the log above")
+
+    def _ensure_zygote(self) -> socket.socket:
+        if self._sock is not None and self._zygote is not None and self._zygote.poll() is None:
+            return self._sock
+        host, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self._zygote = subprocess.Popen(
+            [sys.executable, "-I", "-B", "-c", ZYGOTE.format(path=str(ensure_bundle()), fd=child.fileno())],
+            pass_fds=[child.fileno()], cwd="/", env=scrubbed_env(Path("/nonexistent")),
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+        )
+        child.close()
+        self._sock = host
+        return host
+
+    def _restart(self) -> None:
+        if self._zygote is not None:
+            self._zygote.kill()
+            self._zygote.wait()
+        self._zygote = None
+        if self._sock is not None:
+            self._sock.close()
+        self._sock = None
+
+    def __del__(self) -> None:
+        self.close()
+
+
+def _supervise(pidfd: int, workdir: Path, job: Job) -> str | None:
+    """Wait for the child to exit; return why the host had to stop it, if it did."""
+    import_deadline, total_deadline = deadlines(job)
+    marker = workdir / "out" / "import.json"
+    started = time.monotonic()
+    while True:
+        elapsed = time.monotonic() - started
+        imported = marker.exists()
+        if not imported and elapsed > import_deadline:
+            return f"importing the module took longer than {import_deadline:g} s"
+        if elapsed > total_deadline:
+            return f"the whole run took longer than {total_deadline:g} s"
+        wait = total_deadline - elapsed if imported else min(POLL_S, import_deadline - elapsed)
+        if select.select([pidfd], [], [], max(wait, 0.0))[0]:
+            return None

@@ -4,12 +4,9 @@ from __future__ import annotations
 
 import json
 import os
-import select
 import signal
-import subprocess
 import threading
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
@@ -18,7 +15,6 @@ if TYPE_CHECKING:
     from ..plan import Job
 
 OUTPUT_CAP = 1024 * 1024
-POLL_S = 0.01
 
 
 def write_job(workdir: Path, job: Job, chunks: Sequence[Chunk]) -> None:
@@ -51,67 +47,6 @@ class CappedReader(threading.Thread):
     def text(self) -> str:
         tail = f"\n[... {self.dropped} more bytes dropped]" if self.dropped else ""
         return self.kept.decode("utf-8", "replace") + tail
-
-
-class HarnessProcess:
-    """A harness started ahead of time: it imports numpy and the runtime, then waits for ``go``.
-
-    Spawning early overlaps the interpreter's start-up with the host's own work; student code
-    only arrives with the job, after ``go``.
-    """
-
-    def __init__(self, argv: list[str], workdir: Path, env: dict[str, str],
-                 preexec: Callable[[], None] | None = None) -> None:
-        self.workdir = workdir
-        self.proc = subprocess.Popen(
-            argv, cwd=workdir, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=preexec, close_fds=True,
-        )
-        assert self.proc.stdout is not None
-        self.reader = CappedReader(self.proc.stdout)
-        self.reader.start()
-
-    def supervise(self, job: Job) -> tuple[str, str | None]:
-        """Send ``go``, enforce the import and total deadlines, kill the whole group at the end.
-
-        Returns (captured output, reason the host killed it or None).
-        """
-        import_deadline, total_deadline = deadlines(job)
-        killed: str | None = None
-        marker = self.workdir / "out" / "import.json"
-        pidfd = os.pidfd_open(self.proc.pid)
-        started = time.monotonic()
-        try:
-            assert self.proc.stdin is not None
-            self.proc.stdin.write(b"go\n")
-            self.proc.stdin.close()
-        except OSError:
-            pass  # it died already: the loop below sees that at once
-        try:
-            while True:
-                elapsed = time.monotonic() - started
-                imported = marker.exists()
-                if not imported and elapsed > import_deadline:
-                    killed = f"importing the module took longer than {import_deadline:g} s"
-                    break
-                if elapsed > total_deadline:
-                    killed = f"the whole run took longer than {total_deadline:g} s"
-                    break
-                wait = total_deadline - elapsed if imported else min(POLL_S, import_deadline - elapsed)
-                if select.select([pidfd], [], [], max(wait, 0.0))[0]:
-                    break  # the harness exited
-        finally:
-            os.close(pidfd)
-            self.kill()
-        return self.reader.text(), killed
-
-    def kill(self) -> None:
-        kill_group(self.proc.pid)
-        self.proc.wait()
-        self.reader.join(timeout=2)
-        for stream in (self.proc.stdin, self.proc.stdout):
-            if stream is not None:
-                stream.close()
 
 
 def kill_group(pgid: int) -> None:
