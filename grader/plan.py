@@ -39,6 +39,7 @@ class Job(Record):
 
     module: str
     seed: int
+    parallel: int = 2
     import_timeout_s: float
     total_timeout_s: float
     checks: tuple[PlannedCheck, ...]
@@ -59,5 +60,5 @@ def plan(rubric: Rubric, checks: tuple[CheckSpec, ...], seed: int) -> Job:
         inputs = probes[check.probe].make_inputs(rng)
         planned.append(PlannedCheck(id=check.id, probe=check.probe, timeout_s=check.timeout_s,
                                     inputs=encode_inputs(inputs)))
-    return Job(module=rubric.module, seed=seed, import_timeout_s=rubric.import_timeout_s,
+    return Job(module=rubric.module, seed=seed, parallel=min(2, os.cpu_count() or 1), import_timeout_s=rubric.import_timeout_s,
                total_timeout_s=rubric.total_timeout_s, checks=tuple(planned))

@@ -54,8 +54,7 @@ def main(wait: bool = False) -> None:
         os.path.join(OUT, "import.json"),
         {"chunk_errors": chunk_errors, "defined": sorted(k for k in namespace if not k.startswith("__"))},
     )
-    for check in job["checks"]:
-        run_check(check, probes[check["probe"]], namespace)
+    run_checks(job["checks"], probes, namespace, int(job.get("parallel", 1)))
     _exit(0)
 
 
@@ -111,27 +110,35 @@ def import_student(chunks: list[dict[str, Any]]) -> tuple[dict[str, Any], list[d
     return namespace, errors
 
 
-def run_check(check: dict[str, Any], probe: Any, namespace: dict[str, Any]) -> None:
-    """Run one probe in a forked child with its own process group and CPU limit."""
-    started = _monotonic()
-    timeout = float(check["timeout_s"])
-    pid = _fork()
-    if pid == 0:
-        _child(check, probe, namespace, timeout)
-    status: dict[str, Any] = {"check": check["id"]}
-    try:
-        fd = _pidfd_open(pid)
-        ready, _, _ = select.select([fd], [], [], timeout)
-        os.close(fd)
-        if not ready:
-            status["status"] = "timeout"
-    except OSError:  # no pidfd (very old kernel): fall back to polling
-        deadline = started + timeout
-        while _waitpid(pid, os.WNOHANG) == (0, 0):
-            if _monotonic() > deadline:
-                status["status"] = "timeout"
-                break
-            time.sleep(0.002)
+def run_checks(checks: list[dict[str, Any]], probes: dict[str, Any], namespace: dict[str, Any],
+               parallel: int) -> None:
+    """Run every check in its own forked child, at most ``parallel`` at a time, each with its own
+    wall-clock timeout; whatever one child does, the others still run."""
+    pending = list(checks)
+    running: dict[int, tuple[dict[str, Any], int, float]] = {}  # pidfd -> (check, pid, started)
+    while pending or running:
+        while pending and len(running) < max(1, parallel):
+            check = pending.pop(0)
+            started = _monotonic()
+            pid = _fork()
+            if pid == 0:
+                _child(check, probes[check["probe"]], namespace, float(check["timeout_s"]))
+            running[_pidfd_open(pid)] = (check, pid, started)
+        now = _monotonic()
+        next_deadline = min(started + float(check["timeout_s"]) for check, _, started in running.values())
+        ready, _, _ = select.select(list(running), [], [], max(0.0, next_deadline - now))
+        now = _monotonic()
+        for fd in list(running):
+            check, pid, started = running[fd]
+            timed_out = fd not in ready and now >= started + float(check["timeout_s"])
+            if fd in ready or timed_out:
+                del running[fd]
+                os.close(fd)
+                _finish(check, pid, started, timed_out)
+
+
+def _finish(check: dict[str, Any], pid: int, started: float, timed_out: bool) -> None:
+    """Reap one check's child (killing its group) and, if it did not report, record why."""
     for kill in (_killpg, _kill):
         try:
             kill(pid, signal.SIGKILL)
@@ -141,16 +148,18 @@ def run_check(check: dict[str, Any], probe: Any, namespace: dict[str, Any]) -> N
         _, wait_status = _waitpid(pid, 0)
     except ChildProcessError:
         wait_status = 0
-    if "status" not in status:
-        if os.WIFSIGNALED(wait_status):
-            sig = os.WTERMSIG(wait_status)
-            status["signal"] = sig
-            status["status"] = {signal.SIGXCPU: "timeout", signal.SIGKILL: "oom"}.get(sig, "crashed")
-        else:
-            status["exit_code"] = os.WEXITSTATUS(wait_status)
-            status["status"] = "crashed"
+    status: dict[str, Any] = {"check": check["id"]}
+    if timed_out:
+        status["status"] = "timeout"
+    elif os.WIFSIGNALED(wait_status):
+        sig = os.WTERMSIG(wait_status)
+        status["signal"] = sig
+        status["status"] = {signal.SIGXCPU: "timeout", signal.SIGKILL: "oom"}.get(sig, "crashed")
+    else:
+        status["exit_code"] = os.WEXITSTATUS(wait_status)
+        status["status"] = "crashed"
     status["duration_ms"] = round((_monotonic() - started) * 1000, 1)
-    if not os.path.exists(os.path.join(OUT, f"{check['id']}.json")) or status["status"] == "timeout":
+    if timed_out or not os.path.exists(os.path.join(OUT, f"{check['id']}.json")):
         _write_json(os.path.join(OUT, f"{check['id']}.status.json"), status)
 
 
