@@ -21,11 +21,18 @@ def _check(rc: int, what: str) -> None:
         raise OSError(err, f"{what}: {os.strerror(err)}")
 
 
-def enter_namespaces(hide: Sequence[str]) -> None:
-    """A private network namespace (only a down loopback) and mounts that hide ``hide``.
+MS_BIND, MS_REMOUNT, MS_MOVE = 1 << 12, 32, 1 << 13
+TMP_SIZE = b"size=64m,mode=1777"
 
-    Root uses the namespaces directly; other users get them inside a user namespace that maps
-    only their own uid. The caller must be single-threaded.
+
+def enter_namespaces(hide: Sequence[str], workdir: str | None = None) -> str | None:
+    """Private network and mount namespaces; return the workdir's path inside them.
+
+    Inside: only a down loopback; every existing mount read-only; fresh size-capped tmpfs on
+    /tmp, /var/tmp and /dev/shm (so other jobs' files and the host's temp files are invisible);
+    ``workdir`` bound read-write at /tmp/work; each path in ``hide`` covered by an empty tmpfs.
+    Root uses the namespaces directly; other users get them inside a user namespace mapping only
+    their own uid. The caller must be single-threaded.
     """
     uid, gid = os.getuid(), os.getgid()
     flags = CLONE_NEWNET | CLONE_NEWNS | (0 if uid == 0 else CLONE_NEWUSER)
@@ -36,10 +43,45 @@ def enter_namespaces(hide: Sequence[str]) -> None:
             with open(path, "w") as f:
                 f.write(text)
     _check(_libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None), "mount --make-rprivate /")
+    inside = None
+    if workdir is not None and os.path.isdir("/dev/shm"):
+        # Bind the workdir while its mount is still writable (a bind copies the read-only flag),
+        # park it on a fresh /dev/shm, make everything else read-only, then move it to /tmp/work.
+        _tmpfs("/dev/shm")
+        _check(_libc.mount(workdir.encode(), b"/dev/shm/work", None, MS_BIND, None)
+               if _mkdir("/dev/shm/work") else -1, "bind workdir")
+        for mountpoint in _mountpoints():
+            if not mountpoint.startswith("/dev/shm"):
+                # Best effort: a mount that refuses stays as it was; nothing below depends on it.
+                _libc.mount(None, mountpoint.encode(), None, MS_REMOUNT | MS_BIND | MS_RDONLY, None)
+        for path in ("/tmp", "/var/tmp"):
+            if os.path.isdir(path):
+                _tmpfs(path)
+        inside = "/tmp/work"
+        _mkdir(inside)
+        _check(_libc.mount(b"/dev/shm/work", inside.encode(), None, MS_MOVE, None), "move workdir")
+        os.rmdir("/dev/shm/work")
     for path in hide:
-        if os.path.isdir(path):
+        if os.path.isdir(path) and not path.startswith(("/tmp", "/var/tmp", "/dev/shm")):
             _check(_libc.mount(b"tmpfs", path.encode(), b"tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV, b"size=4k"),
                    f"hide {path}")
+    return inside
+
+
+def _tmpfs(path: str) -> None:
+    _check(_libc.mount(b"tmpfs", path.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, TMP_SIZE), f"tmpfs {path}")
+
+
+def _mkdir(path: str) -> bool:
+    os.mkdir(path, 0o700)
+    return True
+
+
+def _mountpoints() -> list[str]:
+    """Mount points of this namespace, deepest last (octal escapes in /proc/self/mounts decoded)."""
+    with open("/proc/self/mounts", encoding="utf-8", errors="replace") as f:
+        points = [line.split()[1].encode().decode("unicode_escape") for line in f if len(line.split()) > 1]
+    return sorted(set(points), key=len)
 
 
 def apply_limits(limits: dict[str, int]) -> None:

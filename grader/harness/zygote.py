@@ -57,10 +57,11 @@ def _child(request: dict, out_fd: int, apply_limits, enter_namespaces) -> None: 
         os.dup2(out_fd, 1)
         os.dup2(out_fd, 2)
         os.closerange(3, 1 << 16)
+        workdir = request["workdir"]
         if request["namespaces"]:
-            enter_namespaces(request["hide"])
-        os.chdir(request["workdir"])
-        os.environ["HOME"] = os.environ["TMPDIR"] = request["workdir"]
+            workdir = enter_namespaces(request["hide"], workdir) or workdir
+        os.chdir(workdir)
+        os.environ["HOME"] = os.environ["TMPDIR"] = workdir
         apply_limits(request["limits"])
     except BaseException as e:  # isolation failed: never run the job without it
         os.write(2, f"sandbox setup failed: {e}\n".encode())

@@ -1,9 +1,10 @@
 """Backend ``local``: practice-grade isolation for laptops without Docker (SECURITY.md, req. 6).
 
 A zygote process (numpy, the course runtime and the harness already imported) forks one child
-per submission. The child enters a new session, private network and mount namespaces where the
-OS allows (hiding the reference, the rubrics and the expected-output cache), gets rlimits and a
-scrubbed environment, and only then runs student code. The host supervises it through a pidfd,
+per submission. The child enters a new session and, where the OS allows, private network and
+mount namespaces: no network, every mount read-only, private size-capped /tmp, /var/tmp and
+/dev/shm, its workdir at /tmp/work, and the reference, rubrics and expected-output cache hidden.
+It gets rlimits and a scrubbed environment, and only then runs student code. The host supervises it through a pidfd,
 reads its output through a 1 MiB cap, and kills its whole process group at the end.
 """
 
@@ -81,7 +82,8 @@ class LocalSandbox:
         isolation = ["process-group", "rlimits", "scrubbed-env", "private-workdir", "output-cap"]
         warnings = ["local backend: practice isolation only; official grades use --backend docker"]
         if namespaces_available():
-            isolation += ["network-namespace", "mount-namespace"]
+            isolation += ["network-namespace", "mount-namespace", "read-only-filesystem", "private-tmp",
+                          "hidden-reference"]
         else:
             warnings.append("this OS does not allow private network namespaces: student code could reach the network")
         if os.getuid() == 0:
