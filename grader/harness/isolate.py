@@ -25,12 +25,17 @@ MS_BIND, MS_REMOUNT, MS_MOVE = 1 << 12, 32, 1 << 13
 TMP_SIZE = b"size=64m,mode=1777"
 
 
-def enter_namespaces(hide: Sequence[str], workdir: str | None = None) -> str | None:
+PRIVATE = ("/tmp/", "/var/tmp/", "/dev/shm/")
+
+
+def enter_namespaces(hide: Sequence[str], workdir: str | None = None, carry: Sequence[str] = ()) -> str | None:
     """Private network and mount namespaces; return the workdir's path inside them.
 
     Inside: only a down loopback; every existing mount read-only; fresh size-capped tmpfs on
     /tmp, /var/tmp and /dev/shm (so other jobs' files and the host's temp files are invisible);
-    ``workdir`` bound read-write at /tmp/work; each path in ``hide`` covered by an empty tmpfs.
+    ``workdir`` bound read-write at /tmp/work; each ``carry`` path that lives in a temp dir (the
+    bundle, a virtualenv) bound read-only at its own path; each ``hide`` path covered by an
+    empty tmpfs.
     Root uses the namespaces directly; other users get them inside a user namespace mapping only
     their own uid. The caller must be single-threaded.
     """
@@ -45,11 +50,16 @@ def enter_namespaces(hide: Sequence[str], workdir: str | None = None) -> str | N
     _check(_libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None), "mount --make-rprivate /")
     inside = None
     if workdir is not None and os.path.isdir("/dev/shm"):
-        # Bind the workdir while its mount is still writable (a bind copies the read-only flag),
-        # park it on a fresh /dev/shm, make everything else read-only, then move it to /tmp/work.
+        # Bind what must stay reachable while its mount is still writable (a bind copies the
+        # read-only flag), park it on a fresh /dev/shm, make every other mount read-only, put
+        # fresh tmpfs on the temp dirs, then move each parked bind to its place inside them.
         _tmpfs("/dev/shm")
-        _check(_libc.mount(workdir.encode(), b"/dev/shm/work", None, MS_BIND, None)
-               if _mkdir("/dev/shm/work") else -1, "bind workdir")
+        moves = [(workdir, "/tmp/work", False)] + [
+            (path, path, True) for path in sorted(set(carry), key=len)  # parents before children
+            if path.startswith(PRIVATE) and os.path.isdir(path)]
+        for n, (source, _, _) in enumerate(moves):
+            os.mkdir(f"/dev/shm/park{n}", 0o700)
+            _check(_libc.mount(source.encode(), f"/dev/shm/park{n}".encode(), None, MS_BIND, None), f"bind {source}")
         for mountpoint in _mountpoints():
             if not mountpoint.startswith("/dev/shm"):
                 # Best effort: a mount that refuses stays as it was; nothing below depends on it.
@@ -57,12 +67,15 @@ def enter_namespaces(hide: Sequence[str], workdir: str | None = None) -> str | N
         for path in ("/tmp", "/var/tmp"):
             if os.path.isdir(path):
                 _tmpfs(path)
+        for n, (_, target, read_only) in enumerate(moves):
+            os.makedirs(target, 0o700, exist_ok=True)
+            _check(_libc.mount(f"/dev/shm/park{n}".encode(), target.encode(), None, MS_MOVE, None), f"move {target}")
+            if read_only:
+                _libc.mount(None, target.encode(), None, MS_REMOUNT | MS_BIND | MS_RDONLY, None)
+            os.rmdir(f"/dev/shm/park{n}")
         inside = "/tmp/work"
-        _mkdir(inside)
-        _check(_libc.mount(b"/dev/shm/work", inside.encode(), None, MS_MOVE, None), "move workdir")
-        os.rmdir("/dev/shm/work")
     for path in hide:
-        if os.path.isdir(path) and not path.startswith(("/tmp", "/var/tmp", "/dev/shm")):
+        if os.path.isdir(path) and not (path + "/").startswith(PRIVATE):
             _check(_libc.mount(b"tmpfs", path.encode(), b"tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV, b"size=4k"),
                    f"hide {path}")
     return inside

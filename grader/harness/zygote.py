@@ -59,7 +59,8 @@ def _child(request: dict, out_fd: int, apply_limits, enter_namespaces) -> None: 
         os.closerange(3, 1 << 16)
         workdir = request["workdir"]
         if request["namespaces"]:
-            workdir = enter_namespaces(request["hide"], workdir) or workdir
+            carry = [os.path.realpath(p) for p in (*sys.path, sys.prefix, sys.base_prefix) if p]
+            workdir = enter_namespaces(request["hide"], workdir, carry) or workdir
         os.chdir(workdir)
         os.environ["HOME"] = os.environ["TMPDIR"] = workdir
         apply_limits(request["limits"])

@@ -1,0 +1,195 @@
+"""Find a student's work for one module in a TinyTorch checkout, and the bundled rubric for it.
+
+A checkout is the nearest directory, at or above the start, whose ``modules/`` or ``src/`` holds
+``NN_name`` folders. A module is named by number (``11``), name (``embeddings``) or both
+(``11_embeddings``). The learner notebook (``modules/11_embeddings/*.ipynb``) is preferred over the
+developer source (``src/11_embeddings/11_embeddings.py``), because that is the file students edit.
+
+Pure path logic and a little TOML: nothing here imports the grading pipeline, so ``tito`` and the
+pytest plugin can resolve a module before they pay for the heavy imports.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import GraderError
+
+_FOLDER = re.compile(r"^(\d{1,3})_([a-z][a-z0-9_]*)$")
+_SPEC = re.compile(r"^(?:(\d{1,3})|([a-z][a-z0-9_]*)|(\d{1,3})_([a-z][a-z0-9_]*))$")
+_TITLE_NUMBER = re.compile(r"\b(?:module|mod)\s*(\d{1,3})\b", re.IGNORECASE)
+
+
+class LocateError(GraderError, FileNotFoundError):
+    """The module's work (or its rubric) could not be found; the message says where we looked."""
+
+
+@dataclass(frozen=True)
+class ModuleRef:
+    """A module as the user named it: a number, a name, or both."""
+
+    number: int | None
+    name: str | None
+
+    def matches(self, number: int, name: str) -> bool:
+        return (self.number is None or self.number == number) and (self.name is None or self.name == name)
+
+    def folder_pattern(self) -> str:
+        """How a folder of this module is spelled, for error messages: ``11_embeddings``, ``NN_embeddings``."""
+        number = f"{self.number:02d}" if self.number is not None else "NN"
+        return f"{number}_{self.name or 'name'}"
+
+    def __str__(self) -> str:
+        parts = [f"{self.number:02d}" if self.number is not None else None, self.name]
+        return "_".join(p for p in parts if p)
+
+
+@dataclass(frozen=True)
+class ModuleWork:
+    """The file to grade, and which module it is."""
+
+    path: Path
+    number: int | None
+    name: str
+    checkout: Path | None = None
+
+    @property
+    def label(self) -> str:
+        """``module 11 embeddings``: how reports and summaries name the module."""
+        return module_label(self.number, self.name)
+
+
+def module_label(number: int | None, name: str) -> str:
+    return f"module {number} {name}" if number is not None else f"module {name}"
+
+
+def parse_module(spec: str) -> ModuleRef:
+    """``11``, ``embeddings`` or ``11_embeddings`` (case and ``-`` vs ``_`` do not matter)."""
+    text = spec.strip().lower().replace("-", "_")
+    m = _SPEC.match(text)
+    if m is None:
+        raise LocateError(f"invalid module {spec!r}: give its number (11), its name (embeddings) or both "
+                          f"(11_embeddings)")
+    number, name, both_number, both_name = m.groups()
+    if number is not None:
+        return ModuleRef(int(number), None)
+    if name is not None:
+        return ModuleRef(None, name)
+    return ModuleRef(int(both_number), both_name)
+
+
+def find_checkout(starts: Iterable[Path]) -> Path | None:
+    """The nearest directory at or above one of ``starts`` that looks like a TinyTorch checkout."""
+    for start in starts:
+        for folder in (start.resolve(), *start.resolve().parents):
+            if _module_folders(folder):
+                return folder
+    return None
+
+
+def locate(spec: str | ModuleRef, starts: Sequence[Path], *, hint: str = "") -> ModuleWork:
+    """The student's work for a module in the checkout around ``starts``; LocateError says where we looked."""
+    ref = parse_module(spec) if isinstance(spec, str) else spec
+    tail = f"; {hint}" if hint else ""
+    checkout = find_checkout(starts)
+    if checkout is None:
+        where = " or ".join(str(s) for s in dict.fromkeys(p.resolve() for p in starts))
+        raise LocateError(f"no TinyTorch checkout at or above {where} (looked for modules/NN_name/ and "
+                          f"src/NN_name/ folders): run this inside your TinyTorch folder{tail}")
+    folders = _module_folders(checkout)
+    hits = sorted({(n, name) for n, name, _ in folders if ref.matches(n, name)})
+    if not hits:
+        known = ", ".join(sorted({f"{n:02d}_{name}" for n, name, _ in folders}))
+        raise LocateError(f"no module {ref} in {checkout}: looked for modules/{ref.folder_pattern()}/*.ipynb "
+                          f"and src/{ref.folder_pattern()}/{ref.folder_pattern()}.py; modules there: {known}{tail}")
+    if len(hits) > 1:
+        names = ", ".join(f"{n:02d}_{name}" for n, name in hits)
+        raise LocateError(f"module {ref} is ambiguous in {checkout} ({names}): name it as NN_name{tail}")
+    number, name = hits[0]
+    folder = f"{number:02d}_{name}"
+    notebook_dir, source = checkout / "modules" / folder, checkout / "src" / folder / f"{folder}.py"
+    notebook = _pick_notebook(notebook_dir, folder, name, tail)
+    if notebook is not None:
+        return ModuleWork(notebook, number, name, checkout)
+    if source.is_file():
+        return ModuleWork(source, number, name, checkout)
+    raise LocateError(f"no work for module {folder} in {checkout}: looked for modules/{folder}/*.ipynb and "
+                      f"src/{folder}/{folder}.py (start the module first, e.g. tito module start {number:02d}){tail}")
+
+
+def _module_folders(root: Path) -> list[tuple[int, str, Path]]:
+    found = []
+    for parent in (root / "modules", root / "src"):
+        try:
+            children = list(parent.iterdir())
+        except OSError:  # missing, not a folder, or unreadable: not a checkout layout here
+            continue
+        for child in children:
+            m = _FOLDER.match(child.name)
+            if m and child.is_dir():
+                found.append((int(m.group(1)), m.group(2), child))
+    return found
+
+
+def _pick_notebook(folder: Path, dirname: str, name: str, tail: str) -> Path | None:
+    """The learner notebook: a known name first (11_embeddings, embeddings, embeddings_dev), else the only one."""
+    if not folder.is_dir():
+        return None
+    notebooks = sorted(p for p in folder.glob("*.ipynb") if p.is_file())
+    for preferred in (f"{dirname}.ipynb", f"{name}.ipynb", f"{name}_dev.ipynb"):
+        if folder / preferred in notebooks:
+            return folder / preferred
+    if len(notebooks) > 1:
+        listed = ", ".join(p.name for p in notebooks)
+        raise LocateError(f"several notebooks in {folder} ({listed}) and none is named {dirname}.ipynb: "
+                          f"name the one to grade explicitly{tail}")
+    return notebooks[0] if notebooks else None
+
+
+# ---- bundled rubrics --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BundledRubric:
+    path: Path
+    module: str
+    number: int | None
+
+
+def bundled_rubrics(directory: Path | None = None) -> list[BundledRubric]:
+    """The rubrics shipped with the grader, with the module each grades (read as data, not validated)."""
+    if directory is None:
+        from .paths import rubrics_dir
+
+        directory = rubrics_dir()
+    found = []
+    for path in sorted(directory.glob("*.toml")):
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+            continue  # a broken rubric is reported by grader.rubric when it is actually used
+        module = data.get("module")
+        if isinstance(module, str):
+            m = _TITLE_NUMBER.search(str(data.get("title", "")))
+            found.append(BundledRubric(path, module, int(m.group(1)) if m else None))
+    return found
+
+
+def rubric_for(ref: ModuleRef, directory: Path | None = None) -> BundledRubric:
+    """The bundled rubric that grades a module; LocateError names the modules that have one."""
+    rubrics = bundled_rubrics(directory)
+    for rubric in rubrics:
+        if (ref.name is None or ref.name == rubric.module) and (ref.number is None or ref.number == rubric.number):
+            return rubric
+    known = ", ".join(module_label(r.number, r.module) for r in rubrics) or "none"
+    raise LocateError(f"no bundled rubric grades module {ref} (bundled: {known}); pass --rubric with a rubric .toml")
+
+
+def rubric_module_number(rubric_title: str) -> int | None:
+    """The module number a rubric's title states (``Module 11: Embeddings`` → 11)."""
+    m = _TITLE_NUMBER.search(rubric_title)
+    return int(m.group(1)) if m else None
