@@ -60,7 +60,7 @@ def main() -> None:
     timed([*grade, str(files[0])], env)  # build bundle, schema and reference caches once
     floor_s, grade_s = [], []
     for _ in range(args.repeat):  # interleaved, so both see the same machine load
-        for f, job_dir in zip(files, jobs):
+        for f, job_dir in zip(files, jobs, strict=True):
             floor_s.append(timed([*floor, str(job_dir)], env))
             grade_s.append(timed([*grade, str(f)], env))
 

@@ -8,12 +8,13 @@ import sys
 
 sys.path[:0] = [sys.argv[1]]
 import numpy  # noqa: E402,F401
-
 from harness.probes import load_probes  # noqa: E402
 from harness.run import execute_probe, import_student  # noqa: E402
 
-job = json.load(open(f"{sys.argv[2]}/job.json"))
-chunks = json.load(open(f"{sys.argv[2]}/student.json"))["chunks"]
+with open(f"{sys.argv[2]}/job.json") as f:
+    job = json.load(f)
+with open(f"{sys.argv[2]}/student.json") as f:
+    chunks = json.load(f)["chunks"]
 probes = load_probes(job["module"])
 namespace, _ = import_student(chunks)
 for check in job["checks"]:

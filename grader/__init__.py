@@ -16,7 +16,10 @@ _EXPORTS = {
     "SandboxUnavailable": "errors", "SubmissionError": "errors",
 }
 
-__all__ = sorted([*_EXPORTS, "__version__"])
+__all__ = [
+    "CheckResult", "GradeReport", "Grader", "GraderError", "RubricError", "SandboxError",
+    "SandboxUnavailable", "SubmissionError", "__version__", "grade",
+]
 
 if TYPE_CHECKING:
     from .errors import GraderError, RubricError, SandboxError, SandboxUnavailable, SubmissionError

@@ -9,17 +9,17 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from . import __version__
-from .errors import GraderError, SubmissionError
 from .channel import CheckOutput, ErrorInfo, ImportRecord, read_check, read_import
+from .errors import GraderError, SubmissionError
 from .extract import duplicate_definitions, extract
 from .judge import judge, not_gradable
 from .load import LoadLimits, load_submission
 from .models import CheckResult, ExtractionSummary, GradeReport, StudentModule
+from .paths import expected_cache_dir
 from .plan import Job, plan, submission_seed
+from .reference import ReferenceOracle
 from .rubric import CheckSpec, Rubric, load_rubric
 from .sandbox import RunResult, Sandbox, make_sandbox
-from .paths import expected_cache_dir
-from .reference import ReferenceOracle
 from .score import total
 
 
@@ -93,7 +93,9 @@ class Grader:
             checks=ordered, score=score, max_score=max_score,
         )
 
-    def _run(self, job: Job, module: StudentModule, checks: Sequence[CheckSpec]) -> tuple[dict[str, CheckResult], tuple[str, ...]]:
+    def _run(
+        self, job: Job, module: StudentModule, checks: Sequence[CheckSpec]
+    ) -> tuple[dict[str, CheckResult], tuple[str, ...]]:
         student_dir = Path(tempfile.mkdtemp(prefix="grader-"))
         try:
             ref: dict[str, dict[str, CheckOutput]] = {}

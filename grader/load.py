@@ -18,7 +18,6 @@ from .models import CodeCell, Submission
 from .nbschema import validate_v4
 
 
-
 @dataclass(frozen=True)
 class LoadLimits:
     """Intake caps; the defaults suit one module's notebook with room to spare."""

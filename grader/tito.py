@@ -125,15 +125,17 @@ def grade_command(args: argparse.Namespace) -> int:
                      f"[bold]tito test {positional}[/] runs TinyTorch's own tests", highlight=False)
         return EXIT_USAGE
     try:
-        work, rubric = _resolve(args.grade_module, args.grade_notebook, args.grade_rubric)
+        work, rubric = _resolve(getattr(args, "grade_module", None), getattr(args, "grade_notebook", None),
+                                getattr(args, "grade_rubric", None))
     except LocateError as e:
         errors.print(f"[red]error:[/] {e}", highlight=False)
         return EXIT_USAGE
-    return _grade(work, rubric, backend=args.grade_backend, hidden=args.grade_hidden, console=None)
+    return _grade(work, rubric, backend=getattr(args, "grade_backend", "local"),
+                  hidden=bool(getattr(args, "grade_hidden", False)))
 
 
 def _resolve(module: str | None, notebook: Path | None, rubric: Path | None) -> tuple[ModuleWork, Path | None]:
-    """The file to grade and the rubric to grade it with (None: the grader's default)."""
+    """The file to grade and the rubric to grade it with (None: the grader's default rubric)."""
     from .locate import LocateError, ModuleRef, ModuleWork, locate, parse_module, rubric_for
 
     ref = parse_module(module) if module else None
@@ -141,19 +143,24 @@ def _resolve(module: str | None, notebook: Path | None, rubric: Path | None) -> 
         if not notebook.is_file():
             raise LocateError(f"--notebook {notebook}: no such file")
         work = ModuleWork(notebook, ref.number if ref else None, (ref.name if ref else None) or "")
-    else:
-        assert ref is not None  # _grading() requires --module or --notebook
+    elif ref is not None:
         work = locate(ref, [Path.cwd()], hint="or pass --notebook PATH")
+    else:
+        raise LocateError("name a module (--module embeddings) or a file (--notebook PATH)")
     if rubric is not None:
         return work, rubric
-    if not work.name and ref is None:  # --notebook alone: the default rubric decides the module
-        return work, None
-    bundled = rubric_for(ModuleRef(None, work.name) if work.name else ref or ModuleRef(None, None))
-    return ModuleWork(work.path, work.number if work.number is not None else bundled.number, bundled.module,
-                      work.checkout), bundled.path
+    if work.name:
+        lookup = ModuleRef(None, work.name)  # numbers shift between TinyTorch versions; names do not
+    elif ref is not None:
+        lookup = ref
+    else:
+        return work, None  # --notebook alone: the grader's default rubric decides the module
+    bundled = rubric_for(lookup)
+    number = work.number if work.number is not None else bundled.number
+    return ModuleWork(work.path, number, bundled.module, work.checkout), bundled.path
 
 
-def _grade(work: ModuleWork, rubric: Path | None, *, backend: str, hidden: bool, console: Console | None) -> int:
+def _grade(work: ModuleWork, rubric: Path | None, *, backend: str, hidden: bool) -> int:
     # As `grader grade` does: start the sandbox and the reference worker before the heavy imports,
     # so their interpreters boot while this one imports pydantic and rich.
     from .cli import _early_reference, _early_sandbox
@@ -169,7 +176,7 @@ def _grade(work: ModuleWork, rubric: Path | None, *, backend: str, hidden: bool,
     from .locate import module_label, rubric_module_number
     from .report import render
 
-    console = console or Console()
+    console = Console()
     errors = _errors()
     try:
         grader = Grader(rubric, sandbox or backend, public_only=not hidden, reference=reference)
@@ -240,6 +247,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         upstream = _upstream_main()
         if upstream is not None:
             return _run_upstream(upstream, args)
+        if args and not args[0].startswith("-") and args[0] != "test":
+            _errors().print(f"[red]error:[/] tito {args[0]}: TinyTorch's tito is not installed here (run "
+                            "[bold]pip install -e .[/] in your TinyTorch checkout); this tito only provides "
+                            "[bold]tito test --module NAME[/]", highlight=False)
+            return EXIT_USAGE
         parsed = standalone_parser().parse_args(args)
         if parsed.command is None:
             standalone_parser().print_help()
@@ -283,12 +295,12 @@ def _run_upstream(module: ModuleType, args: list[str]) -> int:
     sys.argv = [saved_argv[0] if saved_argv else "tito", *args]
     try:
         if isinstance(cli_class, type):
-            setattr(module, "TinyTorchCLI", _with_grading(cli_class))
+            module.TinyTorchCLI = _with_grading(cli_class)
         return int(module.main() or 0)
     finally:
         sys.argv = saved_argv
         if cli_class is not None:
-            setattr(module, "TinyTorchCLI", cli_class)
+            module.TinyTorchCLI = cli_class
 
 
 def _with_grading(cli_class: type) -> type:

@@ -33,13 +33,13 @@ def main(wait: bool = False) -> None:
     With ``wait``, import what every job needs first, then block until the host says ``go``.
     """
     if wait:
-        import numpy  # noqa: F401
+        import numpy
         import numpy.random  # noqa: F401
 
-        from . import probes  # noqa: F401
+        from . import probes
 
         try:
-            import tinytorch.core.autograd  # noqa: F401
+            import tinytorch.core.autograd
             import tinytorch.core.tensor  # noqa: F401
         except ImportError:
             pass

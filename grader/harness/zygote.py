@@ -17,14 +17,14 @@ import sys
 
 
 def serve(fd: int) -> None:
-    import numpy  # noqa: F401
+    import numpy
     import numpy.random  # noqa: F401
 
     from . import probes, run  # noqa: F401
     from .isolate import apply_limits, enter_namespaces
 
     try:
-        import tinytorch.core.autograd  # noqa: F401
+        import tinytorch.core.autograd
         import tinytorch.core.tensor  # noqa: F401
     except ImportError:
         pass

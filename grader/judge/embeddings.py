@@ -93,7 +93,7 @@ def grad_accumulate(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None
         return ("row 0 received 1x the gradient instead of 2x: repeated tokens must accumulate "
                 "(np.add.at), not overwrite (grad[ids] = ... keeps only one occurrence)")
     seed = _arr(got, "seed_grad")
-    if seed is not None and np.array_equal(seed[1], [3.0, 4.0]) or seed is not None and np.array_equal(seed[1], [1.0, 2.0]):
+    if (seed is not None and np.array_equal(seed[1], [3.0, 4.0])) or (seed is not None and np.array_equal(seed[1], [1.0, 2.0])):
         return ("for ids (1, 1) row 1 got one gradient row instead of their sum (4, 6): repeated tokens must "
                 "accumulate (np.add.at), not overwrite")
     return None
@@ -185,7 +185,7 @@ def _sinusoid(max_len: int, dim: int, *, swap: bool = False, per_column: bool = 
 
 
 def sin_pos0(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
-    for name, row in got.arrays.items():
+    for row in got.arrays.values():
         if row.ndim == 1 and row.size >= 2 and np.allclose(row[:2], [1.0, 0.0]):
             return "row 0 starts [1, 0, ...]: sin and cos are swapped (even columns sin, odd columns cos)"
     return None

@@ -127,7 +127,7 @@ class LocalSandbox:
 
     def _fork(self, request: dict[str, object]) -> tuple[int, int, int]:
         with self._lock:
-            for attempt in (1, 2):  # a zygote that died is restarted once
+            for _attempt in (1, 2):  # a zygote that died is restarted once
                 sock = self._ensure_zygote()
                 try:
                     sock.sendall(json.dumps(request).encode())
