@@ -91,7 +91,7 @@ def main() -> None:
     print(f"machine: {os.cpu_count()} cores; {n} submissions; backend {args.backend}")
     print(f"floor (python + numpy + probes in-process): {floor_s * 1000:.1f} ms per submission, "
           f"{1 / floor_s:.2f} submissions/s")
-    for label, secs, w in (("1 worker", one, 1), (f"{args.workers} workers", many, args.workers)):
+    for label, secs in (("1 worker", one), (f"{args.workers} workers", many)):
         print(f"batch, {label:>10}: {secs:6.1f} s, {n / secs:6.2f} submissions/s, {secs / n * 1000:6.1f} ms each "
               f"= {secs / n / floor_s:.2f}x the floor; {n / secs / NBGRADER_PER_S:.0f}x nbgrader's 0.5/s")
     print(f"rerun with nothing changed: {rerun:.2f} s ({rerun / many:.1%} of the full {args.workers}-worker run)")

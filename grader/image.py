@@ -35,7 +35,8 @@ from pathlib import Path
 from typing import Any
 
 from .errors import SandboxError, SandboxUnavailable
-from .sandbox.bundle import bundle_hash, cache_root, ensure_bundle
+from .paths import cache_root
+from .sandbox.bundle import bundle_hash, ensure_bundle
 
 REPOSITORY = "tinytorch-grader"
 BASE_REPOSITORY = "tinytorch-grader-base"
