@@ -34,6 +34,11 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--backend", choices=["local", "docker"], default="local")
     b.add_argument("--rubric", type=Path, help="rubric .toml (default: module 11 embeddings)")
     b.add_argument("--force", action="store_true", help="regrade even submissions with an up-to-date result")
+    from .export.cli import add_export_parser
+    from .gradescope_mode import add_gradescope_parser
+
+    add_export_parser(sub)
+    add_gradescope_parser(sub)
     return parser
 
 
@@ -43,6 +48,14 @@ def main(argv: list[str] | None = None) -> int:
         from .batch.cli import batch
 
         return batch(args)
+    if args.command == "export":
+        from .export.cli import export_command
+
+        return export_command(args)
+    if args.command == "gradescope":
+        from .gradescope_mode import gradescope_command
+
+        return gradescope_command(args)
     return _grade(args)
 
 

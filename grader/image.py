@@ -100,10 +100,13 @@ def docker_client(timeout: int = 600) -> Any:
         raise SandboxUnavailable(
             "the docker backend needs the Docker SDK for Python: pip install 'tinytorch-grader[docker]'"
         ) from None
+    client = None
     try:
         client = docker.from_env(timeout=timeout, max_pool_size=32)
         client.ping()
     except Exception as e:  # DockerException, requests errors, socket errors: all mean "not reachable"
+        if client is not None:
+            client.close()
         raise SandboxUnavailable(
             f"cannot reach the Docker engine ({type(e).__name__}: {str(e)[:200]}). Start it: "
             "`sudo systemctl start docker`, or on a machine without systemd "

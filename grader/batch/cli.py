@@ -56,6 +56,10 @@ def batch(args: argparse.Namespace) -> int:
         progress.stop()
     if args.roster is not None:
         shutil.copyfile(args.roster, args.out / "roster.csv")
+    from ..feedback import write_feedback
+
+    write_feedback(args.out)
     console.print(f"graded {outcome.graded}, up to date {outcome.skipped}, invalid {outcome.invalid}, "
-                  f"could not grade {outcome.failed}; results in {escape(str(args.out))}")
+                  f"could not grade {outcome.failed}; results in {escape(str(args.out))}: feedback/<student>.html|md, "
+                  "summary.html, reports/<student>.json; export with `grader export`")
     return EXIT_OK

@@ -1,0 +1,44 @@
+"""Canvas gradebook import CSV (FORMATS.md, "Canvas").
+
+    Student,ID,SIS User ID,SIS Login ID,Section,<Assignment> (<canvas_assignment_id>)
+    Points Possible,,,,,100.00
+    "Doe, Jane",98765,s1234567,jdoe,CS249r-01,87.5
+
+Identities come from the roster (``canvas_id``, ``sis_user_id``, ``sis_login_id``, ``section``).
+Without ``--canvas-assignment-id`` the header has no ``(id)`` and Canvas creates a new assignment.
+Canvas has no status column: rows not graded hold 0, and their status is in the command's report
+and the plain CSV.
+"""
+
+from __future__ import annotations
+
+from pathlib import PurePosixPath
+
+from .base import ExportFile, Gradebook, csv_text, points
+
+IDENTITY = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
+
+
+def assignment_header(book: Gradebook) -> str:
+    name = " ".join(book.assignment.split())
+    return f"{name} ({book.canvas_assignment_id})" if book.canvas_assignment_id else name
+
+
+class CanvasExporter:
+    name = "canvas"
+    default_name = "canvas.csv"
+    per_submission = False
+
+    def render(self, book: Gradebook) -> list[ExportFile]:
+        rows = [[*IDENTITY, assignment_header(book)], ["Points Possible", "", "", "", "", f"{book.max_score:.2f}"]]
+        for row in book.rows:
+            r = row.roster
+            rows.append([row.name or row.student_id, r.canvas_id if r else "", r.sis_user_id if r else "",
+                         r.sis_login_id if r else "", r.section if r else "", points(row.score)])
+        return [ExportFile(PurePosixPath(self.default_name), csv_text(rows))]
+
+    @staticmethod
+    def unmatched(book: Gradebook) -> list[str]:
+        """Rows Canvas can match only by name (no Canvas id, SIS User ID or SIS Login ID)."""
+        return [row.student_id for row in book.rows
+                if row.roster is None or not (row.roster.canvas_id or row.roster.sis_user_id or row.roster.sis_login_id)]

@@ -1,0 +1,135 @@
+"""``grader export``: turn RESULTS_DIR's stored reports into a gradebook file (I/O edge only).
+
+Only the standard library is imported at first: ``add_export_parser`` runs every time the
+``grader`` command line is built.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..errors import GraderError
+from . import FORMATS
+
+if TYPE_CHECKING:
+    from .base import ExportFile, Gradebook
+
+EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
+
+
+def add_export_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Add ``export`` to the ``grader`` command's subparsers."""
+    p: argparse.ArgumentParser = subparsers.add_parser(
+        "export", help="write a gradebook file (Gradescope, Canvas, Moodle, nbgrader, Otter, CSV) from RESULTS_DIR",
+        description="Build a gradebook export from the reports stored by 'grader batch'; no score is recomputed.")
+    p.add_argument("results_dir", type=Path, metavar="RESULTS_DIR", help="the --out folder of 'grader batch'")
+    p.add_argument("--format", required=True, choices=FORMATS, help="the gradebook format")
+    p.add_argument("--roster", type=Path, help="roster CSV (default: RESULTS_DIR/roster.csv if present); "
+                                               "columns are documented in grader/export/roster.py")
+    p.add_argument("--out", type=Path, metavar="PATH",
+                   help="output file (a folder for gradescope); default: RESULTS_DIR/exports/<format file>")
+    p.add_argument("--assignment-name", default="", help="assignment name in headers (default: the rubric title)")
+    p.add_argument("--canvas-assignment-id", default="",
+                   help="Canvas assignment id: the header becomes 'Name (id)' and updates that assignment")
+    p.add_argument("--due-date", default="", help="due date written in the nbgrader 'duedate' column")
+    p.add_argument("--strict", action="store_true", help="exit 1 when any roster or export problem is reported")
+    return p
+
+
+def export_command(args: argparse.Namespace) -> int:
+    from . import exporters
+    from .canvas import CanvasExporter
+
+    try:
+        book = load_gradebook(args.results_dir, roster_path=args.roster, assignment=args.assignment_name,
+                              canvas_assignment_id=args.canvas_assignment_id, due_date=args.due_date)
+        exporter = exporters()[args.format]
+        files = exporter.render(book)
+        target = write_export(files, _destination(args, exporter.default_name, exporter.per_submission),
+                              per_submission=exporter.per_submission)
+    except GraderError as e:
+        print(f"error: {_shown(str(e))}", file=sys.stderr)
+        return EXIT_USAGE
+    problems = list(book.problems)
+    if args.format == "canvas" and (unmatched := CanvasExporter.unmatched(book)):
+        problems.append(f"{len(unmatched)} row(s) have no Canvas ID, SIS User ID or SIS Login ID, so Canvas can "
+                        f"match them only by name; give a roster with those columns: {', '.join(unmatched)}")
+    if args.format == "gradescope" and (absent := [r.student_id for r in book.rows if r.result is None]):
+        problems.append(f"{len(absent)} roster student(s) have no submission, so no results.json: {', '.join(absent)}")
+    for problem in problems:
+        print(f"warning: {_shown(problem)}", file=sys.stderr)
+    counts = {s: sum(r.status == s for r in book.rows) for s in ("graded", "invalid", "failed_to_grade", "missing")}
+    print(f"wrote {args.format} export to {target}: {len(book.rows)} students ({counts['graded']} graded, "
+          f"{counts['invalid']} invalid, {counts['failed_to_grade']} could not be graded, "
+          f"{counts['missing']} missing)")
+    return EXIT_PROBLEMS if args.strict and problems else EXIT_OK
+
+
+def load_gradebook(results_dir: Path, *, roster_path: Path | None = None, assignment: str = "",
+                   canvas_assignment_id: str = "", due_date: str = "") -> Gradebook:
+    """The gradebook of RESULTS_DIR: its stored results, its rubric and the roster."""
+    from ..batch.store import SQLiteStore
+    from ..rubric import Rubric
+    from .base import build_gradebook
+    from .roster import Roster, read_roster
+
+    if not (results_dir / SQLiteStore.FILE).is_file():
+        raise GraderError(f"{results_dir}: no {SQLiteStore.FILE}; run 'grader batch SOURCE --out {results_dir}' first")
+    with SQLiteStore(results_dir) as store:
+        results = list(store.results())
+        rubric_json = store.meta().get("rubric")
+    rubric = Rubric.model_validate_json(rubric_json) if rubric_json else None
+    roster: Roster | None = None
+    if roster_path is not None:
+        roster = read_roster(roster_path)
+    elif (results_dir / "roster.csv").is_file():
+        roster = read_roster(results_dir / "roster.csv")
+    return build_gradebook(results, rubric=rubric, roster=roster, assignment=assignment,
+                           canvas_assignment_id=canvas_assignment_id, due_date=due_date)
+
+
+def write_export(files: list[ExportFile], target: Path, *, per_submission: bool) -> Path:
+    """Write the files: into folder ``target`` (per submission), or the one file to ``target``."""
+    from ..batch.names import is_safe
+
+    if not per_submission:
+        (only,) = files
+        _write(target, only.text)
+        return target
+    for f in files:
+        if not all(is_safe(part) for part in f.path.parts):  # student ids make these paths
+            raise GraderError(f"refusing to write export file {str(f.path)!r}: not a safe path")
+        _write(target.joinpath(*f.path.parts), f.text)
+    target.mkdir(parents=True, exist_ok=True)
+    return target
+
+
+def _destination(args: argparse.Namespace, default_name: str, per_submission: bool) -> Path:
+    out: Path | None = args.out
+    results_dir: Path = args.results_dir
+    if out is None:
+        return results_dir / "exports" / default_name
+    if not per_submission and out.is_dir():
+        return out / default_name
+    return out
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8", newline="")
+    tmp.replace(path)
+
+
+def _shown(text: str) -> str:
+    """Text for a terminal: control characters (escape sequences) shown escaped, not obeyed."""
+    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="grader")
+    add_export_parser(parser.add_subparsers(dest="command", required=True))
+    return export_command(parser.parse_args(argv))

@@ -1,0 +1,63 @@
+"""Gradescope autograder ``results.json``: one per submission (FORMATS.md, "Gradescope").
+
+Each rubric check is a test with the check's own visibility. A test's ``output`` is the
+student-safe ``message`` only (the staff ``detail`` never goes to Gradescope), as plain text.
+The top-level ``score`` is the stored score, so Gradescope does not re-add the tests.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import PurePosixPath
+from typing import Any
+
+from ..batch.store import StoredResult
+from ..feedback.view import NOT_GRADED_BY_US, CheckView, StudentView, student_view, summary_text
+from ..rubric import Rubric
+from .base import ExportFile, Gradebook
+
+
+def results_json(result: StoredResult, rubric: Rubric | None, *, practice_note: bool = True) -> dict[str, Any]:
+    """The results.json object of one submission (``practice_note``: say so when the local
+    backend graded it; off inside Gradescope, whose container is the official environment)."""
+    view = student_view(result, rubric)
+    tests = [_test(i, c, view) for i, c in enumerate(view.checks, start=1)]
+    return {
+        "score": float(result.score) if result.status == "graded" and result.score is not None else 0.0,
+        "output": summary_text(view, practice_note=practice_note),
+        "output_format": "text",
+        "test_output_format": "text",
+        "test_name_format": "text",
+        "visibility": "visible",
+        "stdout_visibility": "hidden",
+        "extra_data": {"student_id": result.student_id, "status": result.status,
+                       "grader_version": result.report.grader_version if result.report else "",
+                       "rubric_id": result.report.rubric_id if result.report else (rubric.id if rubric else "")},
+        "tests": tests,
+    }
+
+
+def _test(number: int, check: CheckView, view: StudentView) -> dict[str, Any]:
+    if view.score is None:
+        output = ("not graded: the submission is invalid" if view.status == "invalid"
+                  else f"not graded: {NOT_GRADED_BY_US}")
+    else:
+        output = check.message
+    return {
+        "score": float(check.score), "max_score": float(check.max_score),
+        "status": "passed" if check.status == "passed" else "failed",
+        "name": f"{check.id}: {check.title}", "name_format": "text", "number": str(number),
+        "output": output, "output_format": "text", "tags": [check.id], "visibility": check.visibility,
+    }
+
+
+class GradescopeExporter:
+    name = "gradescope"
+    default_name = "gradescope"
+    per_submission = True
+
+    def render(self, book: Gradebook) -> list[ExportFile]:
+        """One ``<student_id>/results.json`` per submission; roster students without one get none."""
+        return [ExportFile(PurePosixPath(row.student_id, "results.json"),
+                           json.dumps(results_json(row.result, book.rubric), indent=2, ensure_ascii=False) + "\n")
+                for row in book.rows if row.result is not None]

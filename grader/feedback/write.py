@@ -1,0 +1,75 @@
+"""The I/O edge of feedback: read RESULTS_DIR's store, write the student pages and the class summary."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ..batch.names import is_safe
+from ..batch.store import SQLiteStore, StoredResult
+from ..errors import GraderError
+from ..export.roster import Roster, RosterError, read_roster
+from ..rubric import Rubric
+from .html import render_html
+from .markdown import render_markdown
+from .summary import build_summary
+from .summary_html import render_summary_html
+from .view import student_view
+
+FEEDBACK_DIR = "feedback"
+ROSTER_FILE = "roster.csv"
+
+
+def write_feedback(results_dir: Path) -> None:
+    """(Re)build ``feedback/<student>.html`` and ``.md`` for every stored result, and
+    ``summary.html`` + ``summary.json`` for the class, from the store in ``results_dir``."""
+    store_path = results_dir / SQLiteStore.FILE
+    if not store_path.is_file():
+        raise GraderError(f"{results_dir}: no {SQLiteStore.FILE}; run 'grader batch SOURCE --out {results_dir}' first")
+    with SQLiteStore(results_dir) as store:
+        results = list(store.results())
+        rubric_json = store.meta().get("rubric")
+    rubric = Rubric.model_validate_json(rubric_json) if rubric_json else None
+    roster, roster_problem = _roster(results_dir)
+    names = {e.student_id: e.name for e in roster.entries} if roster else {}
+    folder = results_dir / FEEDBACK_DIR
+    folder.mkdir(exist_ok=True)
+    skipped = []
+    for result in results:
+        if not is_safe(result.student_id):  # the batch only stores whitelisted ids; never trust that blindly
+            skipped.append(result.student_id)
+            continue
+        view = student_view(result, rubric, name=names.get(result.student_id, ""))
+        _write(folder / f"{result.student_id}.html", render_html(view))
+        _write(folder / f"{result.student_id}.md", render_markdown(view))
+    summary = build_summary(results, rubric, _missing(results, roster), names)
+    if roster_problem:
+        summary["warnings"].append(roster_problem)
+    if skipped:
+        summary["warnings"].append(f"{len(skipped)} stored student id(s) are not safe file names; no feedback "
+                                   "page was written for them")
+    _write(results_dir / "summary.json", json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
+    _write(results_dir / "summary.html", render_summary_html(summary))
+
+
+def _roster(results_dir: Path) -> tuple[Roster | None, str]:
+    path = results_dir / ROSTER_FILE
+    if not path.is_file():
+        return None, ""
+    try:
+        return read_roster(path), ""
+    except RosterError as e:
+        return None, f"roster not used for names and missing students: {e}"
+
+
+def _missing(results: list[StoredResult], roster: Roster | None) -> list[str]:
+    if roster is None:
+        return []
+    submitted = {r.student_id for r in results}
+    return [e.student_id for e in roster.entries if e.student_id not in submitted]
+
+
+def _write(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)

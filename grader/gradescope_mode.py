@@ -1,0 +1,239 @@
+"""``grader gradescope``: grade the one submission inside Gradescope's ``/autograder`` layout.
+
+    ROOT/source/                     this grader (the uploaded autograder zip)
+    ROOT/submission/                 the student's files
+    ROOT/submission_metadata.json    submission id, created_at, assignment, users, ...
+    ROOT/results/results.json        written here (FORMATS.md, "Gradescope")
+
+ROOT is ``/autograder`` unless ``--root`` (or ``GRADER_AUTOGRADER_ROOT``) says otherwise, so the
+whole flow can be tested against a local folder laid out the same way.
+
+A submission that cannot be graded still gets a results.json (score 0 and the reason) so the
+student sees why; a fault of the grader also exits 1 so that it shows in Gradescope's logs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .errors import GraderError, SubmissionError
+
+if TYPE_CHECKING:  # the rest loads when grading starts: building the command line stays fast
+    from .batch.store import StoredResult
+    from .models import BackendInfo, Chunk
+    from .plan import Job
+    from .rubric import Rubric
+    from .sandbox import RunResult, Sandbox
+
+DEFAULT_ROOT = Path("/autograder")
+ROOT_ENV = "GRADER_AUTOGRADER_ROOT"
+MAX_FILES = 2000
+MAX_METADATA_BYTES = 1024 * 1024
+EXIT_OK, EXIT_FAULT, EXIT_USAGE = 0, 1, 2
+
+
+@dataclass(frozen=True)
+class User:
+    id: str = ""
+    name: str = ""
+    email: str = ""
+
+
+@dataclass(frozen=True)
+class SubmissionMetadata:
+    """The fields of ``submission_metadata.json`` this grader uses (Gradescope writes more)."""
+
+    id: str = ""
+    created_at: str = ""
+    users: tuple[User, ...] = ()
+
+
+@dataclass(frozen=True)
+class Layout:
+    root: Path
+
+    @property
+    def submission(self) -> Path:
+        return self.root / "submission"
+
+    @property
+    def metadata(self) -> Path:
+        return self.root / "submission_metadata.json"
+
+    @property
+    def results(self) -> Path:
+        return self.root / "results" / "results.json"
+
+
+class HidingSandbox:
+    """A sandbox that also hides ROOT/source (the uploaded repository: reference solution, rubric,
+    seed secret) and ROOT/results from the student's code."""
+
+    def __init__(self, inner: Sandbox, hide: Sequence[Path]) -> None:
+        self.inner, self.hide = inner, tuple(hide)
+
+    def info(self) -> BackendInfo:
+        return self.inner.info()
+
+    def run(self, job: Job, chunks: Sequence[Chunk], workdir: Path, hide: Sequence[Path] = ()) -> RunResult:
+        return self.inner.run(job, chunks, workdir, hide=(*hide, *self.hide))
+
+    def start(self) -> None:
+        start = getattr(self.inner, "start", None)
+        if start is not None:
+            start()
+
+    def close(self) -> None:
+        close = getattr(self.inner, "close", None)
+        if close is not None:
+            close()
+
+
+def read_metadata(path: Path) -> tuple[SubmissionMetadata, str]:
+    """The metadata, or an empty one and why (grading goes on without it). Unknown fields and
+    fields of the wrong type are ignored: this file is Gradescope's, not ours."""
+    try:
+        with path.open("rb") as f:
+            data = json.loads(f.read(MAX_METADATA_BYTES + 1)[:MAX_METADATA_BYTES])
+    except FileNotFoundError:
+        return SubmissionMetadata(), f"{path.name} not found"
+    except (OSError, ValueError) as e:
+        return SubmissionMetadata(), f"{path.name} unreadable: {str(e)[:200]}"
+    if not isinstance(data, dict):
+        return SubmissionMetadata(), f"{path.name} unreadable: not a JSON object"
+    users = tuple(User(_text(u.get("id")), _text(u.get("name")), _text(u.get("email")))
+                  for u in data.get("users") or [] if isinstance(u, dict))
+    return SubmissionMetadata(_text(data.get("id")), _text(data.get("created_at")), users), ""
+
+
+def _text(value: object) -> str:
+    return str(value) if isinstance(value, str | int | float) and not isinstance(value, bool) else ""
+
+
+def find_notebook(folder: Path) -> Path:
+    """The one notebook of a Gradescope submission folder; SubmissionError says what is wrong."""
+    from .batch.layouts import PREFERRED
+
+    if not folder.is_dir() or folder.is_symlink():
+        raise SubmissionError("no submission folder: upload your notebook to Gradescope")
+    candidates = list(_candidates(folder))
+    preferred = [f for f in candidates if f.name in PREFERRED]
+    if preferred:
+        return sorted(preferred, key=lambda f: (PREFERRED.index(f.name), len(f.parts)))[0]
+    notebooks = [f for f in candidates if f.suffix == ".ipynb"] or candidates
+    if len(notebooks) == 1:
+        return notebooks[0]
+    if not notebooks:
+        raise SubmissionError(f"no notebook found: upload your {PREFERRED[0]} (a .ipynb file)")
+    names = ", ".join(sorted(f.name for f in notebooks)[:5])
+    raise SubmissionError(f"{len(notebooks)} notebooks ({names}) and none named {PREFERRED[0]}: "
+                          "upload only the module's notebook, or give it that name")
+
+
+def _candidates(folder: Path) -> Iterator[Path]:
+    from .batch.layouts import SUFFIXES
+
+    seen = 0
+    for directory, dirs, files in os.walk(folder, followlinks=False):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d != "__MACOSX")
+        for name in sorted(files):
+            seen += 1
+            if seen > MAX_FILES:
+                raise SubmissionError(f"more than {MAX_FILES} files in the submission; upload only the notebook")
+            path = Path(directory) / name
+            if (path.suffix.lower() in SUFFIXES and not name.startswith(".") and "checkpoint" not in name
+                    and path.is_file() and not path.is_symlink()):
+                yield path
+
+
+def grade_submission(layout: Layout, rubric: Rubric, backend: str = "local") -> tuple[StoredResult, SubmissionMetadata]:
+    """Grade ROOT/submission; a submission or grader fault becomes the result's status."""
+    from .batch.store import ResultStatus, StoredResult, now
+    from .grade import Grader
+    from .sandbox import make_sandbox
+
+    meta, _ = read_metadata(layout.metadata)
+    user = meta.users[0] if meta.users else User()
+    status: ResultStatus
+    file_name, reason, report = "", "", None
+    try:
+        notebook = find_notebook(layout.submission)
+        file_name = notebook.name
+        sandbox = HidingSandbox(make_sandbox(backend), (layout.root / "source", layout.results.parent))
+        with Grader(rubric, sandbox) as grader:
+            report = grader.grade(notebook)
+        status = "graded"
+    except SubmissionError as e:
+        status, reason = "invalid", str(e)
+    except GraderError as e:
+        status, reason = "failed_to_grade", str(e)
+    return StoredResult(
+        student_id=user.id, cache_key="", sha256=report.sha256 if report else "", file_name=file_name,
+        name=user.name, email=user.email, submitted_at=meta.created_at, status=status, reason=reason,
+        score=report.score if report else None, max_score=report.max_score if report else None,
+        report=report, graded_at=now(),
+    ), meta
+
+
+def run(root: Path, *, rubric: Path | None = None, backend: str = "local") -> int:
+    """Grade, write ROOT/results/results.json, and return the exit status."""
+    from .export.gradescope import results_json
+    from .rubric import load_rubric
+
+    layout = Layout(root)
+    loaded = load_rubric(rubric)
+    layout.results.parent.mkdir(parents=True, exist_ok=True)  # before grading, so the sandbox hides it
+    result, meta = grade_submission(layout, loaded, backend)
+    data: dict[str, Any] = results_json(result, loaded, practice_note=False)
+    if meta.id:
+        data["extra_data"]["submission_id"] = meta.id
+    tmp = layout.results.with_name("results.json.tmp")
+    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    tmp.replace(layout.results)
+    # stdout is hidden from students (stdout_visibility "hidden"): it is the staff log
+    print(f"{result.status}: score {data['score']:g}" + (f" ({result.reason})" if result.reason else ""))
+    for warning in result.report.backend.warnings if result.report else ():
+        print(f"sandbox warning: {warning}")  # e.g. no mount namespace: ROOT/source is not hidden
+    return EXIT_FAULT if result.status == "failed_to_grade" else EXIT_OK
+
+
+def add_gradescope_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Add ``gradescope`` to the ``grader`` command's subparsers."""
+    p: argparse.ArgumentParser = subparsers.add_parser(
+        "gradescope", help="grade inside Gradescope's /autograder layout and write results/results.json")
+    p.add_argument("--root", type=Path, default=None,
+                   help=f"the autograder folder (default: ${ROOT_ENV} or {DEFAULT_ROOT})")
+    p.add_argument("--rubric", type=Path, help="rubric .toml (default: ROOT/source/rubric.toml if present, "
+                                               "else module 11 embeddings)")
+    p.add_argument("--backend", choices=["local", "docker"], default="local",
+                   help="local: the Gradescope container is the outer sandbox")
+    return p
+
+
+def gradescope_command(args: argparse.Namespace) -> int:
+    root: Path = args.root or Path(os.environ.get(ROOT_ENV) or DEFAULT_ROOT)
+    rubric: Path | None = args.rubric
+    if rubric is None and (root / "source" / "rubric.toml").is_file():
+        rubric = root / "source" / "rubric.toml"
+    try:
+        return run(root, rubric=rubric, backend=args.backend)
+    except GraderError as e:  # the rubric or the layout itself is broken: staff must fix the autograder
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="grader")
+    add_gradescope_parser(parser.add_subparsers(dest="command", required=True))
+    return gradescope_command(parser.parse_args(["gradescope", *(sys.argv[1:] if argv is None else argv)]))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
