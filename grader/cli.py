@@ -62,8 +62,8 @@ def main(argv: list[str] | None = None) -> int:
 def _grade(args: argparse.Namespace) -> int:
     # Start the sandbox's harness and the reference worker first: their interpreters boot on the
     # other core while this process does its own (heavier) imports.
-    sandbox = _early_sandbox(args.backend)
-    reference = _early_reference(args.rubric)
+    sandbox = start_sandbox_early(args.backend)
+    reference = start_reference_early(args.rubric)
     from rich.console import Console
 
     from .errors import GraderError
@@ -96,7 +96,7 @@ def _grade(args: argparse.Namespace) -> int:
     return EXIT_OK if all(r.all_passed for r in reports) else EXIT_FAILED
 
 
-def _early_reference(rubric: Path | None) -> ReferenceOracle | None:
+def start_reference_early(rubric: Path | None) -> ReferenceOracle | None:
     """The rubric module's reference worker, already starting; None if the rubric is unreadable
     (the Grader then reports why)."""
     import tomllib
@@ -113,7 +113,7 @@ def _early_reference(rubric: Path | None) -> ReferenceOracle | None:
     return oracle
 
 
-def _early_sandbox(backend: str) -> LocalSandbox | None:
+def start_sandbox_early(backend: str) -> LocalSandbox | None:
     """For the local backend, a sandbox whose first harness is already starting."""
     if backend != "local":
         return None

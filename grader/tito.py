@@ -166,13 +166,13 @@ def _resolve(module: str | None, notebook: Path | None, rubric: Path | None) -> 
 def _grade(work: ModuleWork, rubric: Path | None, *, backend: str, hidden: bool) -> int:
     # As `grader grade` does: start the sandbox (and, for --hidden, the reference worker) before the
     # heavy imports, so their interpreters boot while this one imports numpy, pydantic and rich.
-    from .cli import _early_reference, _early_sandbox
+    from .cli import start_reference_early, start_sandbox_early
 
-    sandbox = _early_sandbox(backend)
+    sandbox = start_sandbox_early(backend)
     # The public checks' inputs are fixed; with the seed fixed too, their job is the same for every
     # version of the notebook, so after the first run the expected outputs come from the cache and the
     # reference worker is not needed (it starts on demand if it is).
-    reference = _early_reference(rubric) if hidden else None
+    reference = start_reference_early(rubric) if hidden else None
     from rich.console import Console
     from rich.markup import escape
     from rich.panel import Panel

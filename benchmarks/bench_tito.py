@@ -1,0 +1,130 @@
+"""Speed of `tito test --module embeddings` in a TinyTorch-shaped checkout, against the in-process floor.
+
+    python benchmarks/bench_tito.py [--repeat 5]
+
+Per submission, a checkout with `modules/11_embeddings/11_embeddings.ipynb` and a stub `tito`
+package (a `TinyTorchCLI` with a hard-coded command table). Timed from launching the command to its
+exit, interleaved with a fresh floor process on the same notebook (python + numpy import + the
+same public-check probes run in-process: no isolation, no reference, no judging, no output).
+Also timed: the same command routed through upstream's `main` (`tito --verbose test --module ...`;
+the stub's main is nearly free, so that line is a lower bound for a real TinyTorch install), and
+`grader grade --public-only` on the same notebook, to show what `tito` adds to the core pipeline.
+Prints medians and ratios; it asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from grader.extract import extract  # noqa: E402
+from grader.load import load_submission  # noqa: E402
+from grader.plan import plan, submission_seed  # noqa: E402
+from grader.rubric import load_rubric  # noqa: E402
+from grader.sandbox.bundle import ensure_bundle  # noqa: E402
+from grader.sandbox.process import write_job  # noqa: E402
+
+STUB_MAIN = '''\
+import argparse, sys
+
+class TestCommand:
+    def __init__(self, config): self.config = config
+    description = "stub"
+    def add_arguments(self, parser): parser.add_argument("module", nargs="?")
+    def execute(self, args): return 0
+
+class TinyTorchCLI:
+    def __init__(self): self.commands = {"test": TestCommand}
+    def run(self, argv):
+        parser = argparse.ArgumentParser(prog="tito")
+        parser.add_argument("--verbose", action="store_true")
+        sub = parser.add_subparsers(dest="command")
+        for name, cls in self.commands.items():
+            cls(None).add_arguments(sub.add_parser(name))
+        args = parser.parse_args(argv)
+        return self.commands[args.command](None).execute(args)
+
+def main():
+    return TinyTorchCLI().run(sys.argv[1:])
+'''
+
+
+def timed(argv: list[str], cwd: Path, env: dict[str, str]) -> float:
+    started = time.perf_counter()
+    subprocess.run(argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, check=False)
+    return time.perf_counter() - started
+
+
+def checkout(root: Path, notebook: Path) -> Path:
+    (root / "tito").mkdir(parents=True)
+    (root / "tito" / "__init__.py").write_text("", encoding="utf-8")
+    (root / "tito" / "main.py").write_text(STUB_MAIN, encoding="utf-8")
+    (root / "modules" / "11_embeddings").mkdir(parents=True)
+    shutil.copyfile(notebook, root / "modules" / "11_embeddings" / "11_embeddings.ipynb")
+    return root
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+
+    files = sorted((ROOT / "submissions").glob("*.ipynb"))
+    rubric = load_rubric()
+    public = rubric.select(public_only=True)  # what `tito test --module` grades by default
+    bundle = str(ensure_bundle())
+    work = Path(tempfile.mkdtemp(prefix="bench-tito-"))
+    env = {**os.environ, "GRADER_CACHE": str(work / "cache")}
+    cases = []
+    for f in files:
+        sub = load_submission(f)
+        job_dir = work / "jobs" / f.stem
+        job_dir.mkdir(parents=True)
+        write_job(job_dir, plan(rubric, public, submission_seed(sub.sha256)), extract(sub, rubric.targets).chunks)
+        cases.append((checkout(work / "checkouts" / f.stem, f), job_dir))
+
+    script = Path(sys.executable).parent / "tito"
+    tito = [str(script)] if script.is_file() else [sys.executable, "-m", "grader.tito"]
+    direct = [*tito, "test", "--module", "embeddings"]
+    routed = [*tito, "--verbose", "test", "--module", "embeddings"]
+    floor = [sys.executable, str(ROOT / "benchmarks" / "floor.py"), bundle]
+    grade = [sys.executable, "-m", "grader.cli", "grade", "--public-only", "modules/11_embeddings/11_embeddings.ipynb"]
+    timed(direct, cases[0][0], env)  # build bundle, schema and reference caches once
+    floor_s: list[float] = []
+    direct_s: list[float] = []
+    routed_s: list[float] = []
+    grade_s: list[float] = []
+    for _ in range(args.repeat):  # interleaved, so all of them see the same machine load
+        for co, job_dir in cases:
+            floor_s.append(timed([*floor, str(job_dir)], co, env))
+            direct_s.append(timed(direct, co, env))
+            routed_s.append(timed(routed, co, env))
+            grade_s.append(timed(grade, co, env))
+    shutil.rmtree(work, ignore_errors=True)
+
+    f_med, d_med, r_med, g_med = (statistics.median(x) for x in (floor_s, direct_s, routed_s, grade_s))
+    print(f"machine: {os.cpu_count()} cores; {len(cases)} submissions x {args.repeat} repeats; "
+          f"{len(public)} public checks; tito = {' '.join(tito)}")
+    print(f"floor (python + numpy + probes in-process), per submission: {f_med * 1000:7.1f} ms")
+    print(f"tito test --module embeddings:                               {d_med * 1000:7.1f} ms  ratio {d_med / f_med:.2f}x")
+    print(f"tito --verbose test --module embeddings (via upstream main): {r_med * 1000:7.1f} ms  ratio {r_med / f_med:.2f}x")
+    print(f"grader grade --public-only (same notebook, for comparison):  {g_med * 1000:7.1f} ms  ratio {g_med / f_med:.2f}x")
+    try:
+        load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    except OSError:
+        load = "unknown"
+    print(f"load average during the run: {load} (ratios drift up when other work competes for the cores)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,294 @@
+"""``tito test --module``: finding a module's work, grading it, and leaving upstream tito alone.
+
+Each test builds a TinyTorch-shaped checkout of its own: a stub ``tito`` package (a ``BaseCommand``
+and a ``TinyTorchCLI`` with a hard-coded command table, written here from the interface alone) and
+``modules/11_embeddings/`` holding a student notebook from ``submissions/``.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import textwrap
+from importlib.metadata import entry_points
+from pathlib import Path
+
+import pytest
+
+from grader.locate import LocateError, ModuleRef, locate, parse_module, rubric_for
+
+from .conftest import SUBMISSIONS
+
+STUB_TITO = {
+    "__init__.py": "",
+    "commands/__init__.py": "",
+    "commands/base.py": """
+        import abc
+
+
+        class BaseCommand(abc.ABC):
+            def __init__(self, config):
+                self.config = config
+
+            @property
+            @abc.abstractmethod
+            def name(self): ...
+
+            @property
+            @abc.abstractmethod
+            def description(self): ...
+
+            @abc.abstractmethod
+            def add_arguments(self, parser): ...
+
+            @abc.abstractmethod
+            def run(self, args): ...
+
+            def validate_args(self, args):
+                pass
+
+            def execute(self, args):
+                self.validate_args(args)
+                return self.run(args)
+    """,
+    "commands/test.py": """
+        from .base import BaseCommand
+
+
+        class TestCommand(BaseCommand):
+            name = "test"
+            description = "stub: run a module's inline tests"
+
+            def add_arguments(self, parser):
+                parser.add_argument("module", nargs="?")
+                parser.add_argument("--all", action="store_true")
+
+            def run(self, args):
+                print(f"STUB-UPSTREAM test module={args.module} all={args.all}")
+                return 0 if args.module == "11" else 3
+    """,
+    "commands/status.py": """
+        from .base import BaseCommand
+
+
+        class StatusCommand(BaseCommand):
+            name = "status"
+            description = "stub: show progress"
+
+            def add_arguments(self, parser):
+                pass
+
+            def run(self, args):
+                print("STUB-UPSTREAM status")
+                return 0
+    """,
+    "main.py": """
+        import argparse
+        import sys
+
+        from .commands.status import StatusCommand
+        from .commands.test import TestCommand
+
+
+        class TinyTorchCLI:
+            def __init__(self):
+                self.config = {"project": "stub"}
+                self.commands = {"status": StatusCommand, "test": TestCommand}
+
+            def run(self, argv):
+                parser = argparse.ArgumentParser(prog="tito")
+                parser.add_argument("--verbose", action="store_true")
+                sub = parser.add_subparsers(dest="command")
+                for name, command_class in self.commands.items():
+                    command = command_class(self.config)
+                    command.add_arguments(sub.add_parser(name, help=command.description))
+                args = parser.parse_args(argv)
+                if args.command is None:
+                    parser.print_help()
+                    return 0
+                print("STUB-UPSTREAM banner")
+                return self.commands[args.command](self.config).execute(args)
+
+
+        def main():
+            return TinyTorchCLI().run(sys.argv[1:])
+    """,
+}
+
+
+def make_checkout(root: Path, notebook: str | None = "correct_tinytorch.ipynb", *, with_tito: bool = True) -> Path:
+    """A TinyTorch-shaped checkout: stub tito, modules/11_embeddings/11_embeddings.ipynb, another module."""
+    if with_tito:
+        for name, source in STUB_TITO.items():
+            path = root / "tito" / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(textwrap.dedent(source).lstrip(), encoding="utf-8")
+    (root / "modules" / "11_embeddings").mkdir(parents=True)
+    (root / "src" / "01_tensor").mkdir(parents=True)
+    if notebook:
+        shutil.copyfile(SUBMISSIONS / notebook, root / "modules" / "11_embeddings" / "11_embeddings.ipynb")
+    return root
+
+
+def tito(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """``tito ARGS`` as the console script runs it (-P: the working directory is not on sys.path)."""
+    return subprocess.run([sys.executable, "-P", "-m", "grader.tito", *map(str, args)], cwd=cwd,
+                          capture_output=True, text=True, timeout=120)
+
+
+# ---- locating a module's work --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("spec", ["embeddings", "11", "11_embeddings", "11-Embeddings"])
+def test_every_spelling_of_the_module_finds_the_notebook(tmp_path: Path, spec: str) -> None:
+    make_checkout(tmp_path, with_tito=False)
+    work = locate(spec, [tmp_path / "modules" / "11_embeddings"])
+    assert work.path == tmp_path / "modules" / "11_embeddings" / "11_embeddings.ipynb"
+    assert (work.number, work.name, work.label) == (11, "embeddings", "module 11 embeddings")
+
+
+@pytest.mark.parametrize("names, picked", [
+    pytest.param(["embeddings.ipynb", "scratch.ipynb"], "embeddings.ipynb", id="short-name"),
+    pytest.param(["embeddings_dev.ipynb", "scratch.ipynb"], "embeddings_dev.ipynb", id="older-dev-name"),
+    pytest.param(["11_embeddings.ipynb", "embeddings.ipynb"], "11_embeddings.ipynb", id="numbered-first"),
+    pytest.param(["my_copy.ipynb"], "my_copy.ipynb", id="the-only-notebook"),
+])
+def test_the_learner_notebook_is_picked_by_its_known_names(tmp_path: Path, names: list[str], picked: str) -> None:
+    make_checkout(tmp_path, notebook=None, with_tito=False)
+    for name in names:
+        shutil.copyfile(SUBMISSIONS / "correct_tinytorch.ipynb", tmp_path / "modules" / "11_embeddings" / name)
+    assert locate("embeddings", [tmp_path]).path.name == picked
+
+
+def test_the_developer_source_is_used_when_there_is_no_notebook(tmp_path: Path) -> None:
+    make_checkout(tmp_path, notebook=None, with_tito=False)
+    source = tmp_path / "src" / "11_embeddings" / "11_embeddings.py"
+    source.parent.mkdir(parents=True)
+    shutil.copyfile(SUBMISSIONS / "correct_source.py", source)
+    assert locate("11", [tmp_path]).path == source
+
+
+@pytest.mark.parametrize("spec, start, message", [
+    pytest.param("attention", "", "no module attention in {root}: looked for modules/NN_attention/*.ipynb and "
+                 "src/NN_attention/NN_attention.py; modules there: 01_tensor, 11_embeddings", id="unknown-module"),
+    pytest.param("11", "", "no work for module 11_embeddings in {root}: looked for modules/11_embeddings/*.ipynb "
+                 "and src/11_embeddings/11_embeddings.py", id="module-not-started"),
+    pytest.param("embeddings", "elsewhere", "no TinyTorch checkout at or above {root}/elsewhere", id="no-checkout"),
+    pytest.param("embed dings", "", "invalid module 'embed dings'", id="bad-spelling"),
+])
+def test_a_module_that_is_not_there_says_where_it_looked(tmp_path: Path, spec: str, start: str, message: str) -> None:
+    if start:
+        (tmp_path / start).mkdir()
+    else:
+        make_checkout(tmp_path, notebook=None, with_tito=False)
+    with pytest.raises(LocateError) as e:
+        locate(spec, [tmp_path / start])
+    assert message.format(root=tmp_path) in str(e.value)
+
+
+def test_several_unknown_notebooks_are_ambiguous(tmp_path: Path) -> None:
+    make_checkout(tmp_path, notebook=None, with_tito=False)
+    for name in ("a.ipynb", "b.ipynb"):
+        shutil.copyfile(SUBMISSIONS / "correct_tinytorch.ipynb", tmp_path / "modules" / "11_embeddings" / name)
+    with pytest.raises(LocateError, match=r"several notebooks .* \(a.ipynb, b.ipynb\)"):
+        locate("11", [tmp_path])
+
+
+def test_the_bundled_rubric_is_found_by_name_or_number() -> None:
+    assert rubric_for(parse_module("embeddings")).path.name == "embeddings.toml"
+    assert rubric_for(ModuleRef(11, None)).module == "embeddings"
+    with pytest.raises(LocateError, match="no bundled rubric grades module attention"):
+        rubric_for(parse_module("attention"))
+
+
+# ---- tito test --module ----------------------------------------------------------------------------
+
+
+def test_module_is_found_and_graded_with_the_public_checks(tmp_path: Path) -> None:
+    run = tito("test", "--module", "embeddings", cwd=make_checkout(tmp_path))
+    assert run.returncode == 0, run.stderr
+    out = " ".join(run.stdout.split())  # rich wraps long lines
+    assert "Grading module 11 embeddings: modules/11_embeddings/11_embeddings.ipynb" in out
+    assert "emb_lookup ✔ passed 10/10" in out and "grad_batch" not in out  # hidden checks need --hidden
+    assert "All 14 checks passed (88/88 points)" in out and "practice run" in out
+    assert "STUB-UPSTREAM" not in run.stdout  # answered without running upstream's CLI
+
+
+def test_through_upstreams_main_the_registered_command_grades(tmp_path: Path) -> None:
+    checkout = make_checkout(tmp_path)
+    run = tito("--verbose", "test", "--module", "11", cwd=checkout / "modules" / "11_embeddings")
+    assert run.returncode == 0, run.stderr
+    assert "STUB-UPSTREAM banner" in run.stdout  # upstream's main parsed the command line and dispatched
+    assert "All 14 checks passed" in " ".join(run.stdout.split())
+
+
+def test_a_buggy_notebook_exits_1_with_feedback_and_hidden_adds_the_staff_checks(tmp_path: Path) -> None:
+    checkout = make_checkout(tmp_path, "bug_backward_overwrite.ipynb")
+    run = tito("test", "--module", "11_embeddings", cwd=checkout)
+    assert run.returncode == 1, run.stderr
+    out = " ".join(run.stdout.split())
+    assert "grad_accumulate ✘ failed 0/12" in out
+    assert "Likely cause: row 0 received 1x the gradient instead of 2x" in out
+    assert "1 of 14 checks did not pass (76/88 points)" in out
+
+    staff = tito("test", "--module", "11_embeddings", "--hidden", cwd=checkout)
+    assert staff.returncode == 1, staff.stderr
+    out = " ".join(staff.stdout.split())
+    assert "2 of 16 checks did not pass (82/100 points)" in out
+    assert "grad_batch ✘ failed" in out and "details are not shown" not in out
+
+
+def test_a_missing_module_is_a_clear_error(tmp_path: Path) -> None:
+    run = tito("test", "--module", "attention", cwd=make_checkout(tmp_path))
+    assert run.returncode == 2
+    err = " ".join(run.stderr.split())
+    assert f"no module attention in {tmp_path}: looked for modules/NN_attention/*.ipynb" in err
+    assert "or pass --notebook PATH" in err and "Traceback" not in err
+
+
+def test_the_positional_upstream_form_and_other_commands_are_untouched(tmp_path: Path) -> None:
+    checkout = make_checkout(tmp_path)
+    run = tito("test", "11", cwd=checkout)
+    assert (run.returncode, run.stdout) == (0, "STUB-UPSTREAM banner\nSTUB-UPSTREAM test module=11 all=False\n")
+    assert tito("test", "12", "--all", cwd=checkout).returncode == 3  # upstream's own exit status
+    assert tito("status", cwd=checkout).stdout == "STUB-UPSTREAM banner\nSTUB-UPSTREAM status\n"
+    helped = tito("test", "--help", cwd=checkout).stdout
+    assert "module" in helped and "--all" in helped and "--module MODULE" in helped
+
+
+def test_a_fork_that_registers_the_command_itself_keeps_working_under_our_shim(tmp_path: Path) -> None:
+    checkout = make_checkout(tmp_path)
+    main = checkout / "tito" / "main.py"
+    main.write_text(main.read_text(encoding="utf-8").replace(
+        '"test": TestCommand}', '"test": grading_test_command(TestCommand)}').replace(
+        "import sys\n", "import sys\n\nfrom grader.tito import grading_test_command\n"), encoding="utf-8")
+    assert tito("test", "11", cwd=checkout).stdout.endswith("STUB-UPSTREAM test module=11 all=False\n")
+    helped = tito("test", "--help", cwd=checkout)
+    assert helped.returncode == 0 and helped.stdout.count("\n  --module MODULE") == 1  # listed once, not twice
+
+
+def test_an_unavailable_backend_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")
+    run = tito("test", "--module", "11", "--backend", "docker", cwd=make_checkout(tmp_path))
+    assert run.returncode == 2 and run.stderr.startswith("error: ") and "Traceback" not in run.stderr
+
+
+def test_without_tinytorch_the_command_still_works_on_its_own(tmp_path: Path) -> None:
+    notebook = shutil.copyfile(SUBMISSIONS / "correct_alt_style.ipynb", tmp_path / "mine.ipynb")
+    run = tito("test", "--module", "embeddings", "--notebook", notebook, cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert "All 14 checks passed" in " ".join(run.stdout.split())
+    positional = tito("test", "11", cwd=tmp_path)
+    assert positional.returncode == 2 and "tito test --module NAME" in " ".join(positional.stderr.split())
+    other = tito("status", cwd=tmp_path)
+    assert other.returncode == 2 and "TinyTorch's tito is not installed here" in " ".join(other.stderr.split())
+
+
+def test_the_console_scripts_are_installed(tmp_path: Path) -> None:
+    scripts = {e.name: e.value for e in entry_points(group="console_scripts")}
+    assert scripts.get("tito") == scripts.get("tito-grade") == "grader.tito:main", "reinstall: pip install -e ."
+    script = Path(sys.executable).parent / "tito-grade"
+    run = subprocess.run([script, "test", "--module", "nonexistent"], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode == 2 and "no TinyTorch checkout at or above" in " ".join(run.stderr.split())
