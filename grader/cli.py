@@ -65,8 +65,10 @@ def _grade(args: argparse.Namespace) -> int:
     sandbox = start_sandbox_early(args.backend)
     reference = start_reference_early(args.rubric)
     from rich.console import Console
+    from rich.markup import escape
 
     from .errors import GraderError
+    from .models import shown
     from .grade import Grader
     from .report import render, write_json
 
@@ -75,7 +77,7 @@ def _grade(args: argparse.Namespace) -> int:
         grader = Grader(args.rubric, sandbox or args.backend, public_only=args.public_only, seed=args.seed,
                         reference=reference)
     except GraderError as e:
-        errors.print(f"[red]error:[/] {e}", highlight=False)
+        errors.print(f"[red]error:[/] {escape(shown(str(e)))}", highlight=False)
         for started in (sandbox, reference):
             if started is not None:
                 started.close()
@@ -84,7 +86,7 @@ def _grade(args: argparse.Namespace) -> int:
     with grader:
         for _path, outcome in grader.grade_many(args.paths):
             if isinstance(outcome, GraderError):
-                errors.print(f"[red]error:[/] {outcome}", highlight=False)
+                errors.print(f"[red]error:[/] {escape(shown(str(outcome)))}", highlight=False)
                 bad_input = True
                 continue
             reports.append(outcome)

@@ -40,6 +40,7 @@ class Grader:
         self.sandbox = make_sandbox(backend) if isinstance(backend, str) else backend
         self.reference = reference or ReferenceOracle(self.rubric.module)
         self.public_only, self.seed, self.limits = public_only, seed, limits
+        expected_cache_dir().mkdir(parents=True, exist_ok=True)  # exists before any sandbox, so it is hidden
 
     def start(self) -> None:
         """Warm up the sandbox and the reference worker before the first ``grade``."""

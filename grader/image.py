@@ -25,6 +25,7 @@ import io
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import tarfile
@@ -95,13 +96,14 @@ def offline_default() -> bool:
 def docker_client(timeout: int = 600) -> Any:
     """A docker SDK client that answered a ping, or SandboxUnavailable saying how to get one."""
     try:
-        import docker
+        import docker  # type: ignore[import-untyped,unused-ignore]
     except ImportError:
         raise SandboxUnavailable(
             "the docker backend needs the Docker SDK for Python: pip install 'tinytorch-grader[docker]'"
         ) from None
     client = None
     try:
+        _probe_unix_socket()
         client = docker.from_env(timeout=timeout, max_pool_size=32)
         client.ping()
     except Exception as e:  # DockerException, requests errors, socket errors: all mean "not reachable"
@@ -117,8 +119,21 @@ def docker_client(timeout: int = 600) -> Any:
     return client
 
 
+def _probe_unix_socket() -> None:
+    """Fail fast, closing our socket, when the engine's Unix socket does not accept connections.
+
+    (The SDK leaks its socket when the connection is refused.)
+    """
+    host = os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
+    if not host.startswith("unix://"):
+        return
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        probe.settimeout(5)
+        probe.connect(host[len("unix://"):])
+
+
 def image_exists(client: Any, ref: str) -> bool:
-    import docker
+    import docker  # type: ignore[import-untyped,unused-ignore]
 
     try:
         client.images.get(ref)
@@ -135,11 +150,14 @@ def build_image(offline: bool | None = None, progress: Progress | None = None, *
     cached root filesystem tarball and base image.
     """
     say = progress or _stderr_progress
-    client = docker_client()
+    with contextlib.closing(docker_client()) as client:
+        return _build_image(client, offline_default() if offline is None else offline, say, force)
+
+
+def _build_image(client: Any, offline: bool, say: Progress, force: bool) -> str:
     tag = image_tag()
     if not force and image_exists(client, tag):
         return tag
-    offline = offline_default() if offline is None else offline
     with _lock(cache_root() / "image.lock", say):
         if not force and image_exists(client, tag):  # built by another process while we waited
             return tag
@@ -262,7 +280,7 @@ def _run_logged(argv: list[str], say: Progress, what: str) -> None:
         for line in proc.stdout:
             line = line.rstrip()
             if line:
-                tail = (tail + [line])[-20:]
+                tail = [*tail, line][-20:]
                 if not line.startswith(("I:", "W:", "E:")):
                     continue
                 steps += 1
@@ -303,7 +321,7 @@ def _add_bytes(tar: tarfile.TarFile, name: str, data: bytes) -> None:
 
 
 def _build(client: Any, dockerfile: str, tag: str, network: str | None, say: Progress) -> None:
-    import docker
+    import docker  # type: ignore[import-untyped,unused-ignore]
 
     context = io.BytesIO(build_context(dockerfile))
     say("adding the harness and the course runtime layer")
@@ -342,18 +360,18 @@ def _lock(path: Path, say: Progress) -> Iterator[None]:
 
 def remove_old_images(keep: str | None = None) -> int:
     """Remove ``tinytorch-grader:*`` images other than ``keep`` (default: the current tag)."""
-    import docker
+    import docker  # type: ignore[import-untyped,unused-ignore]
 
-    client = docker_client()
     keep = keep or image_tag()
     removed = 0
-    for image in client.images.list(name=REPOSITORY):
-        if keep in image.tags:
-            continue
-        for t in image.tags:
-            try:
-                client.images.remove(t)
-                removed += 1
-            except docker.errors.APIError:
-                pass
+    with contextlib.closing(docker_client()) as client:
+        for image in client.images.list(name=REPOSITORY):
+            if keep in image.tags:
+                continue
+            for t in image.tags:
+                try:
+                    client.images.remove(t)
+                    removed += 1
+                except docker.errors.APIError:
+                    pass
     return removed

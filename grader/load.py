@@ -6,15 +6,17 @@ source of code cells survives. Every refusal is a one-line ``SubmissionError``.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .errors import SubmissionError
-from .models import CodeCell, Submission
+from .models import CodeCell, Submission, shown
 from .nbschema import validate_v4
 
 
@@ -29,25 +31,26 @@ class LoadLimits:
 def load_submission(path: str | os.PathLike[str], limits: LoadLimits = LoadLimits()) -> Submission:
     """Read and validate ``path``; raise SubmissionError with a one-line reason if it cannot be graded."""
     p = Path(path)
+    name = shown(p.name)
+    suffix = p.suffix.lower()
+    if suffix not in (".ipynb", ".py"):
+        raise SubmissionError(
+            f"{name}: unsupported file type {shown(suffix) or '(none)'!r}; give a .ipynb notebook "
+            "or a jupytext percent .py source"
+        )
     raw = _read_capped(p, limits.max_bytes)
     if b"\x00" in raw:
-        raise SubmissionError(f"{p.name}: contains NUL bytes; a notebook is UTF-8 text")
+        raise SubmissionError(f"{name}: contains NUL bytes; a notebook is UTF-8 text")
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as e:
-        raise SubmissionError(f"{p.name}: not UTF-8 text (byte {e.start})") from None
-    suffix = p.suffix.lower()
+        raise SubmissionError(f"{name}: not UTF-8 text (byte {e.start})") from None
     if suffix == ".ipynb":
-        cells, notes = _cells_from_ipynb(p.name, text, limits)
+        cells, notes = _cells_from_ipynb(name, text, limits)
         fmt = "ipynb"
-    elif suffix == ".py":
-        cells, notes = _cells_from_percent_py(p.name, text, limits)
-        fmt = "py"
     else:
-        raise SubmissionError(
-            f"{p.name}: unsupported file type {suffix or '(none)'!r}; give a .ipynb notebook "
-            "or a jupytext percent .py source"
-        )
+        cells, notes = _cells_from_percent_py(name, text, limits)
+        fmt = "py"
     return Submission(
         file_name=p.name,
         sha256=hashlib.sha256(raw).hexdigest(),
@@ -58,20 +61,29 @@ def load_submission(path: str | os.PathLike[str], limits: LoadLimits = LoadLimit
 
 
 def _read_capped(p: Path, max_bytes: int) -> bytes:
-    if p.is_symlink():
-        raise SubmissionError(f"{p.name}: is a symbolic link; give the file itself")
+    name = shown(p.name)
     try:
-        with p.open("rb") as f:
-            raw = f.read(max_bytes + 1)
+        # O_NONBLOCK: opening a FIFO must not wait for a writer; O_NOFOLLOW: no symlinks.
+        fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
     except FileNotFoundError:
-        raise SubmissionError(f"{p}: no such file") from None
-    except IsADirectoryError:
-        raise SubmissionError(f"{p}: is a directory; give a notebook file") from None
+        raise SubmissionError(f"{shown(str(p))}: no such file") from None
     except OSError as e:
-        raise SubmissionError(f"{p}: cannot be read ({e.strerror})") from None
+        if e.errno == errno.ELOOP:
+            raise SubmissionError(f"{name}: is a symbolic link; give the file itself") from None
+        raise SubmissionError(f"{name}: cannot be read ({e.strerror})") from None
+    try:
+        kind = os.fstat(fd).st_mode
+        if stat.S_ISDIR(kind):
+            raise SubmissionError(f"{name}: is a directory; give a notebook file")
+        if not stat.S_ISREG(kind):
+            raise SubmissionError(f"{name}: is not a regular file")
+        with os.fdopen(os.dup(fd), "rb") as f:
+            raw = f.read(max_bytes + 1)
+    finally:
+        os.close(fd)
     if len(raw) > max_bytes:
         raise SubmissionError(
-            f"{p.name}: larger than the {max_bytes // 1024} KiB limit; clear the notebook's "
+            f"{name}: larger than the {max_bytes // 1024} KiB limit; clear the notebook's "
             "outputs (Kernel > Restart & Clear Output) and save again"
         )
     return raw
@@ -80,6 +92,8 @@ def _read_capped(p: Path, max_bytes: int) -> bytes:
 def _cells_from_ipynb(name: str, text: str, limits: LoadLimits) -> tuple[list[CodeCell], list[str]]:
     try:
         data = json.loads(text)
+    except RecursionError:
+        raise SubmissionError(f"{name}: JSON nested too deeply to be a notebook") from None
     except json.JSONDecodeError as e:
         raise SubmissionError(f"{name}: not valid JSON ({e.msg} at line {e.lineno} column {e.colno})") from None
     if not isinstance(data, dict) or not isinstance(data.get("cells", data.get("worksheets")), list):

@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 SCHEMA_VERSION = 1
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def shown(text: str) -> str:
+    """Student-controlled text made safe for a terminal: control characters (ANSI and OSC
+    escapes included) become visible ``\\xNN`` escapes; newlines and tabs stay."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 CheckStatus = Literal["passed", "failed", "error", "timeout", "crashed", "oom", "not_gradable"]
 Visibility = Literal["visible", "hidden", "after_due_date", "after_published"]

@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from .models import GradeReport
+from .models import GradeReport, shown
 
 STATUS_STYLE = {
     "passed": "[green]✔ passed[/]", "failed": "[red]✘ failed[/]", "error": "[red]✘ error[/]",
@@ -23,7 +23,7 @@ STATUS_STYLE = {
 def render(report: GradeReport, console: Console, *, staff: bool = False) -> None:
     """A compact table of checks, then the feedback of each check that did not pass."""
     passed = sum(c.status == "passed" for c in report.checks)
-    title = (f"[bold]{escape(report.submission)}[/]: [bold]{report.score:g}/{report.max_score:g}[/] "
+    title = (f"[bold]{escape(shown(report.submission))}[/]: [bold]{report.score:g}/{report.max_score:g}[/] "
              f"({passed}/{len(report.checks)} checks) [dim]{report.backend.label} run, "
              f"{report.backend.name} backend[/]")
     table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
@@ -41,7 +41,7 @@ def render(report: GradeReport, console: Console, *, staff: bool = False) -> Non
             console.print(escape(text), highlight=False)
             console.print()
     for note in _notes(report):
-        console.print(f"[dim]note: {escape(note)}[/]", highlight=False)
+        console.print(f"[dim]note: {escape(shown(note))}[/]", highlight=False)
     if report.backend.label == "practice":
         console.print("[dim]practice run: the official grade comes from the course's Docker sandbox[/]")
 

@@ -14,14 +14,14 @@ import os
 import signal
 import socket
 import sys
+from typing import Any
 
 
 def serve(fd: int) -> None:
     import numpy
     import numpy.random  # noqa: F401
 
-    from . import probes, run  # noqa: F401
-    from .isolate import apply_limits, enter_namespaces
+    from . import isolate, probes, run  # noqa: F401
 
     try:
         import tinytorch.core.autograd
@@ -40,7 +40,7 @@ def serve(fd: int) -> None:
         if pid == 0:
             sock.close()
             os.close(read_end)
-            _child(request, write_end, apply_limits, enter_namespaces)
+            _child(request, write_end)
         os.close(write_end)
         pidfd = os.pidfd_open(pid)
         socket.send_fds(sock, [json.dumps({"pid": pid}).encode()], [pidfd, read_end])
@@ -48,7 +48,10 @@ def serve(fd: int) -> None:
         os.close(read_end)
 
 
-def _child(request: dict, out_fd: int, apply_limits, enter_namespaces) -> None:  # type: ignore[no-untyped-def]
+def _child(request: dict[str, Any], out_fd: int) -> None:
+    """The job's first process: isolate, then run the harness (as init of its own PID namespace)."""
+    from . import isolate
+
     try:
         os.setsid()
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # the harness waits for its own children
@@ -59,11 +62,16 @@ def _child(request: dict, out_fd: int, apply_limits, enter_namespaces) -> None: 
         os.closerange(3, 1 << 16)
         workdir = request["workdir"]
         if request["namespaces"]:
-            carry = [os.path.realpath(p) for p in (*sys.path, sys.prefix, sys.base_prefix) if p]
-            workdir = enter_namespaces(request["hide"], workdir, carry) or workdir
+            isolate.unshare_namespaces()
+            workdir = isolate.build_view(workdir, _carry(), request["hide"])
+            init = os.fork()  # the first child of a new PID namespace is its pid 1
+            if init != 0:
+                _wait_and_exit(init)
+            isolate.become_init()
+            isolate.drop_privileges()
         os.chdir(workdir)
         os.environ["HOME"] = os.environ["TMPDIR"] = workdir
-        apply_limits(request["limits"])
+        isolate.apply_limits(request["limits"])
     except BaseException as e:  # isolation failed: never run the job without it
         os.write(2, f"sandbox setup failed: {e}\n".encode())
         os._exit(70)
@@ -71,6 +79,26 @@ def _child(request: dict, out_fd: int, apply_limits, enter_namespaces) -> None: 
 
     main()
     os._exit(0)
+
+
+def _carry() -> list[str]:
+    """What the job's interpreter needs to see: its prefixes, numpy's site-packages, the bundle."""
+    import numpy
+
+    bundle = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    site = os.path.dirname(os.path.dirname(os.path.abspath(numpy.__file__)))
+    return [sys.prefix, sys.base_prefix, site, bundle]
+
+
+def _wait_and_exit(pid: int) -> None:
+    """Outside the PID namespace: wait for its init; when the host kills us, init dies too."""
+    while True:
+        try:
+            _, status = os.waitpid(pid, 0)
+            break
+        except InterruptedError:
+            continue
+    os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..channel import CheckOutput
-from ..models import CheckResult, CheckStatus, Figure
+from ..models import CheckResult, CheckStatus, Figure, shown
 from ..rubric import CheckSpec
 from . import embeddings
 from .compare import Mismatch, compare
@@ -65,6 +65,8 @@ def not_gradable(spec: CheckSpec, reason: str) -> CheckResult:
 
 def _outcome_text(spec: CheckSpec, got: CheckOutput) -> str:
     if got.outcome == "timeout":
+        if got.note:  # the host stopped the whole run, e.g. while the module was being imported
+            return f"stopped: {got.note} (an endless loop or a very slow computation at the top level?)"
         return (f"did not finish within {spec.timeout_s:g} s: an endless loop, or far too slow "
                 "(look for a while loop whose condition never changes)")
     if got.outcome == "oom":
@@ -84,6 +86,6 @@ def _result(spec: CheckSpec, status: CheckStatus, text: str, called: str, durati
         message = f"This {spec.visibility.replace('_', ' ')} check did not pass ({status}); its details are not shown."
     return CheckResult(
         id=spec.id, title=spec.title, status=status, score=spec.points if status == "passed" else 0.0,
-        max_score=spec.points, visibility=spec.visibility, message=message, detail=detail,
+        max_score=spec.points, visibility=spec.visibility, message=shown(message), detail=shown(detail),
         duration_ms=duration_ms,
     )

@@ -10,6 +10,7 @@ import hashlib
 import os
 import shutil
 import tempfile
+from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
 
@@ -29,8 +30,17 @@ def _sources() -> list[tuple[Path, str]]:
 
 
 def bundle_hash() -> str:
+    return _digest((rel, f) for f, rel in _sources())
+
+
+def _content_hash(bundle: Path) -> str:
+    """The hash of what a cached bundle holds now (extra files count too)."""
+    return _digest((f.relative_to(bundle).as_posix(), f) for f in sorted(bundle.rglob("*")) if f.is_file())
+
+
+def _digest(files: Iterable[tuple[str, Path]]) -> str:
     h = hashlib.sha256()
-    for f, rel in _sources():
+    for rel, f in files:
         h.update(rel.encode() + b"\0" + f.read_bytes() + b"\0")
     return h.hexdigest()[:16]
 
@@ -38,9 +48,12 @@ def bundle_hash() -> str:
 @lru_cache(maxsize=1)
 def ensure_bundle() -> Path:
     """A directory holding ``harness/`` and ``tinytorch/``, made once per content hash."""
-    dest = cache_root() / f"bundle-{bundle_hash()}"
+    expected = bundle_hash()
+    dest = cache_root() / f"bundle-{expected}"
     if dest.is_dir():
-        return dest
+        if _content_hash(dest) == expected:
+            return dest
+        shutil.rmtree(dest, ignore_errors=True)  # changed since it was made: never run it
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".bundle-", dir=dest.parent))
     for f, rel in _sources():

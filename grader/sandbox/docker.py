@@ -26,8 +26,15 @@ the runtime):
   ``grader.channel`` validates every byte before anything is scored.
 
 If the bootstrap does not answer ``S`` within ``STOP_GRACE_S`` the container is killed. In every
-case (success, deadline, error, Ctrl-C) the container is force-removed in a ``finally``; anything
-left behind by a hard crash carries the ``tinytorch-grader`` label and ``cleanup()`` removes it.
+case (success, deadline, error, Ctrl-C) the container is force-removed in a ``finally`` (retried
+through a second Ctrl-C). If the grader itself dies (SIGKILL), the attach connection closes, the
+bootstrap reads EOF on stdin and ends everything, and ``auto_remove`` deletes the container (under a
+second in practice); the bootstrap's backstop (``total deadline + BACKSTOP_GRACE_S``) covers a lost
+stop signal. Anything still left carries the ``tinytorch-grader`` label and ``cleanup()`` removes it.
+
+Why not stdin-free alternatives: environment variables are visible in ``docker inspect`` and to
+every process in the container; a bind mount would put a host folder in the sandbox; a writable
+root filesystem for ``put_archive`` would drop the read-only root and the tmpfs size cap.
 """
 
 from __future__ import annotations
@@ -226,7 +233,7 @@ def container_env() -> dict[str, str]:
 
 def container_config(image: str, limits: DockerLimits = DockerLimits(), run_id: str | None = None) -> dict[str, Any]:
     """Keyword arguments for ``client.containers.create``: every isolation setting in one place."""
-    from docker.types import LogConfig, Ulimit
+    from docker.types import LogConfig, Ulimit  # type: ignore[import-untyped,unused-ignore]
 
     run_id = run_id or uuid.uuid4().hex
     mb = 1024 * 1024
@@ -261,7 +268,7 @@ def container_config(image: str, limits: DockerLimits = DockerLimits(), run_id: 
         "log_config": LogConfig(type="none"),
         "stdin_open": True,
         "tty": False,
-        "auto_remove": False,
+        "auto_remove": True,  # an orphan (host process killed) removes itself at its backstop
     }
 
 
@@ -312,14 +319,14 @@ class OutputStream:
         buf = self.buf
         if len(buf) - pos < 3:
             return 0
-        (name_len,) = struct.unpack_from(">H", buf, pos + 1)
+        name_len: int = struct.unpack_from(">H", buf, pos + 1)[0]
         if not 0 < name_len <= 2 * MAX_NAME + 1:
             self._fail("bad name length")
             return 0
         start = pos + 3 + name_len + 4
         if len(buf) < start:
             return 0
-        (size,) = struct.unpack_from(">I", buf, start - 4)
+        size: int = struct.unpack_from(">I", buf, start - 4)[0]
         if size > MAX_OUTPUT_FILE or self.total + size > self.max_total or len(self.files) >= MAX_OUTPUT_FILES:
             self._fail("output over the size or count cap")
             return 0
@@ -437,7 +444,7 @@ _live_lock = threading.Lock()
 
 def _remove(client: Any, ref: str) -> None:
     """Kill and remove a container, retrying through Ctrl-C so that nothing is left running."""
-    import docker
+    import docker  # type: ignore[import-untyped,unused-ignore]
 
     interrupted = False
     for _ in range(5):
@@ -481,7 +488,7 @@ def cleanup(client: Any = None, *, older_than_s: float = 0.0) -> int:
     They are leftovers of a grader that was killed hard. With ``older_than_s`` only those created
     that long ago are removed, sparing the live containers of graders running right now.
     """
-    import docker
+    import docker  # type: ignore[import-untyped,unused-ignore]
 
     if client is None:
         from ..image import docker_client
@@ -552,7 +559,7 @@ class DockerSandbox:
 
     def run(self, job: Job, chunks: Sequence[Chunk], workdir: Path, hide: Sequence[Path] = ()) -> RunResult:
         """``hide`` is moot here: no host path is visible inside the container."""
-        import docker
+        import docker  # type: ignore[import-untyped,unused-ignore]
 
         started = time.monotonic()
         write_job(workdir, job, chunks)

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import SandboxError
-from ..harness.isolate import enter_namespaces
+from ..harness.isolate import unshare_namespaces
 from ..paths import expected_cache_dir, rubrics_dir, solution_dir
 from . import RunResult
 from .bundle import ensure_bundle
@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 
 ZYGOTE = "import sys; sys.path[:0] = [{path!r}]; import harness.zygote as z; z.serve({fd})"
 POLL_S = 0.01
+FORK_TIMEOUT_S = 10.0
 
 
 @dataclass(frozen=True)
@@ -60,7 +61,7 @@ def scrubbed_env(workdir: Path) -> dict[str, str]:
 def namespaces_available() -> bool:
     """Whether this OS lets us make private network and mount namespaces (tried once, on /bin/true)."""
     try:
-        subprocess.run(["/bin/true"], preexec_fn=lambda: enter_namespaces(()), check=True,
+        subprocess.run(["/bin/true"], preexec_fn=unshare_namespaces, check=True,
                        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         return True
     except (subprocess.SubprocessError, OSError):
@@ -119,16 +120,18 @@ class LocalSandbox:
         try:
             killed = _supervise(pidfd, workdir, job)
         finally:
-            kill_group(pid)
+            kill_group(pid)  # its PID namespace's init dies with it, and so does everything inside
             os.close(pidfd)
             reader.join(timeout=2)
-            reader.stream.close()
+            if not reader.is_alive():  # a writer that somehow survived must not block us here
+                reader.stream.close()
         return RunResult(workdir / "out", reader.text(), killed, time.monotonic() - started)
 
     def _fork(self, request: dict[str, object]) -> tuple[int, int, int]:
         with self._lock:
             for _attempt in (1, 2):  # a zygote that died is restarted once
                 sock = self._ensure_zygote()
+                sock.settimeout(FORK_TIMEOUT_S)
                 try:
                     sock.sendall(json.dumps(request).encode())
                     message, fds, _, _ = socket.recv_fds(sock, 4096, 2)
