@@ -26,10 +26,10 @@ def _early(backend: str, rubric: str) -> tuple[Any, Any]:
     try:
         from grader import cli
 
-        if hasattr(cli, "_early_sandbox"):
-            sandbox = cli._early_sandbox(backend)
-        if hasattr(cli, "_early_reference"):
-            reference = cli._early_reference(Path(rubric))
+        if hasattr(cli, "start_sandbox_early"):
+            sandbox = cli.start_sandbox_early(backend)
+        if hasattr(cli, "start_reference_early"):
+            reference = cli.start_reference_early(Path(rubric))
     except Exception:  # the CLI's internals changed: grade without the head start
         traceback.print_exc()
     return sandbox, reference
@@ -63,6 +63,7 @@ def main() -> int:
                 break
             except GraderError as e:  # a grader error that grade_many let through aborts the batch
                 results.append({"error": type(e).__name__, "message": str(e), "seconds": time.monotonic() - started})
+                _save(spec["out"], results)
                 break
             entry: dict[str, Any] = {"path": str(path), "seconds": time.monotonic() - started}
             if isinstance(outcome, BaseException):
@@ -70,9 +71,16 @@ def main() -> int:
             else:
                 entry["report"] = outcome.model_dump(mode="json")
             results.append(entry)
+            _save(spec["out"], results)     # as we go: a later submission may hang or kill this process
             started = time.monotonic()
-    Path(spec["out"]).write_text(json.dumps({"results": results}), encoding="utf-8")
+    _save(spec["out"], results)
     return 0
+
+
+def _save(out: str, results: list[dict[str, Any]]) -> None:
+    tmp = Path(out + ".tmp")
+    tmp.write_text(json.dumps({"results": results}), encoding="utf-8")
+    tmp.replace(out)
 
 
 def _grade_one(grader: Any, path: Path) -> Any:
