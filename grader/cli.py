@@ -34,6 +34,15 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--backend", choices=["local", "docker"], default="local")
     b.add_argument("--rubric", type=Path, help="rubric .toml (default: module 11 embeddings)")
     b.add_argument("--force", action="store_true", help="regrade even submissions with an up-to-date result")
+    image = sub.add_parser("image", help="the Docker image of the official sandbox")
+    image_sub = image.add_subparsers(dest="image_command", required=True)
+    build = image_sub.add_parser("build", help="build the grading image (once per content hash)")
+    how = build.add_mutually_exclusive_group()
+    how.add_argument("--offline", action="store_true", help="debootstrap a Debian root filesystem (no registry)")
+    how.add_argument("--online", action="store_true", help="FROM python:3.11-slim, for machines that can pull")
+    build.add_argument("--force", action="store_true", help="rebuild even if the tag exists")
+    clean = sub.add_parser("cleanup", help="remove leftover grading containers")
+    clean.add_argument("--images", action="store_true", help="also remove grading images other than the current one")
     from .export.cli import add_export_parser
     from .gradescope_mode import add_gradescope_parser
 
@@ -48,6 +57,8 @@ def main(argv: list[str] | None = None) -> int:
         from .batch.cli import batch
 
         return batch(args)
+    if args.command in ("image", "cleanup"):
+        return _docker_admin(args)
     if args.command == "export":
         from .export.cli import export_command
 
@@ -96,6 +107,35 @@ def _grade(args: argparse.Namespace) -> int:
     if bad_input:
         return EXIT_USAGE
     return EXIT_OK if all(r.all_passed for r in reports) else EXIT_FAILED
+
+
+def _docker_admin(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.markup import escape
+
+    from .errors import GraderError
+
+    errors = Console(stderr=True)
+    try:
+        if args.command == "image":
+            from .image import build_image
+
+            offline = True if args.offline else (False if args.online else None)
+            print(build_image(offline=offline, progress=lambda m: errors.print(m, highlight=False, markup=False),
+                              force=args.force))
+            return EXIT_OK
+        from .sandbox.docker import cleanup
+
+        removed = cleanup()
+        print(f"removed {removed} leftover grading container(s)")
+        if args.images:
+            from .image import remove_old_images
+
+            print(f"removed {remove_old_images()} old grading image(s)")
+        return EXIT_OK
+    except GraderError as e:
+        errors.print(f"[red]error:[/] {escape(str(e))}", highlight=False)
+        return EXIT_USAGE
 
 
 def start_reference_early(rubric: Path | None) -> ReferenceOracle | None:

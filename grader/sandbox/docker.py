@@ -231,7 +231,8 @@ def container_env() -> dict[str, str]:
     return env
 
 
-def container_config(image: str, limits: DockerLimits = DockerLimits(), run_id: str | None = None) -> dict[str, Any]:
+def container_config(image: str, limits: DockerLimits = DockerLimits(), run_id: str | None = None,
+                     labels: dict[str, str] | None = None) -> dict[str, Any]:
     """Keyword arguments for ``client.containers.create``: every isolation setting in one place."""
     from docker.types import LogConfig, Ulimit  # type: ignore[import-untyped,unused-ignore]
 
@@ -242,7 +243,7 @@ def container_config(image: str, limits: DockerLimits = DockerLimits(), run_id: 
         "image": image,
         "command": ["python3", "-I", "-B", "-c", bootstrap_source(limits)],
         "name": f"{LABEL}-{run_id}",
-        "labels": {LABEL: "1", RUN_LABEL: run_id},
+        "labels": {**(labels or {}), LABEL: "1", RUN_LABEL: run_id},
         "user": USER,
         "working_dir": WORKDIR,
         "environment": container_env(),
@@ -456,13 +457,33 @@ def _remove(client: Any, ref: str) -> None:
         except docker.errors.NotFound:
             break
         except docker.errors.APIError as e:
-            if "already in progress" in str(e):
+            if "already in progress" in str(e):  # auto_remove got there first: wait until it is gone
+                interrupted |= _wait_gone(client, ref, 10.0)
                 break
             time.sleep(0.2)
     with _live_lock:
         _live.pop(ref, None)
     if interrupted:
         raise KeyboardInterrupt
+
+
+def _wait_gone(client: Any, ref: str, timeout: float) -> bool:
+    """Poll until the container no longer exists; True if Ctrl-C came meanwhile."""
+    import docker  # type: ignore[import-untyped,unused-ignore]
+
+    interrupted = False
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            client.api.inspect_container(ref)
+            time.sleep(0.05)
+        except KeyboardInterrupt:
+            interrupted = True
+        except docker.errors.NotFound:
+            break
+        except docker.errors.APIError:
+            time.sleep(0.05)
+    return interrupted
 
 
 @atexit.register
@@ -482,11 +503,12 @@ def _remove_live() -> None:
             pass
 
 
-def cleanup(client: Any = None, *, older_than_s: float = 0.0) -> int:
+def cleanup(client: Any = None, *, older_than_s: float = 0.0, labels: dict[str, str] | None = None) -> int:
     """Remove the containers carrying the grader's label; returns how many.
 
     They are leftovers of a grader that was killed hard. With ``older_than_s`` only those created
-    that long ago are removed, sparing the live containers of graders running right now.
+    that long ago are removed, sparing the live containers of graders running right now; ``labels``
+    narrows the choice further (tests use it to touch only their own containers).
     """
     import docker  # type: ignore[import-untyped,unused-ignore]
 
@@ -496,7 +518,8 @@ def cleanup(client: Any = None, *, older_than_s: float = 0.0) -> int:
         client = docker_client()
     removed = 0
     now = time.time()
-    for c in client.api.containers(all=True, filters={"label": f"{LABEL}=1"}):
+    wanted = [f"{LABEL}=1", *(f"{k}={v}" for k, v in (labels or {}).items())]
+    for c in client.api.containers(all=True, filters={"label": wanted}):
         if older_than_s and now - float(c.get("Created", 0)) < older_than_s:
             continue
         try:
@@ -511,11 +534,13 @@ class DockerSandbox:
     """Official isolation: see SECURITY.md, requirement 5, and the module docstring."""
 
     def __init__(self, image: str | None = None, limits: DockerLimits = DockerLimits(),
-                 progress: Callable[[str], None] | None = None, client: Any = None) -> None:
+                 progress: Callable[[str], None] | None = None, client: Any = None,
+                 labels: dict[str, str] | None = None) -> None:
         from ..image import build_image, docker_client
 
         self.client = client or docker_client()
         self.limits = limits
+        self.labels = dict(labels or {})  # extra container labels, e.g. to tell a test's containers apart
         self.tag = image or build_image(progress=progress)
         try:
             self.image_id: str = self.client.images.get(self.tag).id
@@ -555,7 +580,7 @@ class DockerSandbox:
             _remove(self.client, ref)
 
     def container_config(self, run_id: str | None = None) -> dict[str, Any]:
-        return container_config(self.image_id, self.limits, run_id)
+        return container_config(self.image_id, self.limits, run_id, self.labels)
 
     def run(self, job: Job, chunks: Sequence[Chunk], workdir: Path, hide: Sequence[Path] = ()) -> RunResult:
         """``hide`` is moot here: no host path is visible inside the container."""
