@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import re
 import symtable
+import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -38,8 +39,19 @@ class _Stmt:
         return self.binds | self.modifies
 
 
+# CPython 3.11 keeps the ast module's recursion bookkeeping per interpreter, not per thread:
+# two threads parsing at once can fail with "AST constructor recursion depth mismatch".
+# Batch grading runs several graders in threads, so every use of ast here is serialised.
+_AST_LOCK = threading.RLock()
+
+
 def extract(submission: Submission, targets: Sequence[str]) -> StudentModule:
     """Keep what ``targets`` need from ``submission``; report everything that was dropped."""
+    with _AST_LOCK:
+        return _extract(submission, targets)
+
+
+def _extract(submission: Submission, targets: Sequence[str]) -> StudentModule:
     dropped: list[Dropped] = []
     errors: list[CellSyntaxError] = []
     candidates: list[_Stmt] = []
@@ -88,6 +100,11 @@ def extract(submission: Submission, targets: Sequence[str]) -> StudentModule:
 
 def duplicate_definitions(module: StudentModule) -> dict[str, tuple[int, ...]]:
     """Targets bound by more than one distinct statement (identical copies are not duplicates)."""
+    with _AST_LOCK:
+        return _duplicates(module)
+
+
+def _duplicates(module: StudentModule) -> dict[str, tuple[int, ...]]:
     out: dict[str, tuple[int, ...]] = {}
     for name, cells in module.target_cells.items():
         sources = {_normalized(c.source) for c in module.chunks if name in c.defines and c.cell in cells

@@ -61,7 +61,8 @@ def _validate(name: str, m: zipfile.ZipInfo, limits: ArchiveLimits) -> None:
         raise SubmissionError(f"{name}: member {m.filename!r} climbs out with '..'")
     if stat.S_ISLNK(mode):
         raise SubmissionError(f"{name}: member {m.filename!r} is a symbolic link")
-    if mode and not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+    kind = stat.S_IFMT(mode)  # 0 when the archiver recorded no Unix type (e.g. on Windows)
+    if kind and kind not in (stat.S_IFREG, stat.S_IFDIR):
         raise SubmissionError(f"{name}: member {m.filename!r} is not a regular file")
     if m.file_size > limits.max_member_bytes:
         raise SubmissionError(f"{name}: member {m.filename!r} is {m.file_size} bytes, over the limit")

@@ -1,0 +1,179 @@
+"""`grader batch`: every source layout, hostile archives and names, resume after a kill."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import stat
+import subprocess
+import sys
+import time
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from grader.batch.archive import extract_zip
+from grader.batch.layouts import discover
+from grader.batch.runner import run_batch
+from grader.batch.store import SQLiteStore
+from grader.errors import SubmissionError
+
+from .conftest import SUBMISSIONS
+
+CORRECT = SUBMISSIONS / "correct_tinytorch.ipynb"
+BUGGY = SUBMISSIONS / "bug_backward_overwrite.ipynb"
+
+
+def folder_layout(root: Path) -> Path:
+    root.mkdir()
+    shutil.copy(CORRECT, root / "alice.ipynb")
+    shutil.copy(BUGGY, root / "bob.ipynb")
+    (root / "notes.txt").write_text("not a submission")
+    return root
+
+
+def nbgrader_layout(root: Path) -> Path:
+    for student, src in (("alice", CORRECT), ("bob", BUGGY)):
+        d = root / "submitted" / student / "11_embeddings"
+        d.mkdir(parents=True)
+        shutil.copy(src, d / "11_embeddings.ipynb")
+        (d / "timestamp.txt").write_text("2026-11-30 12:00:00 UTC")
+    return root
+
+
+def gradescope_layout(root: Path) -> Path:
+    root.mkdir()
+    meta = {}
+    for n, (sid, src) in enumerate((("alice", CORRECT), ("bob", BUGGY)), start=1):
+        d = root / f"submission_{1000 + n}"
+        d.mkdir()
+        shutil.copy(src, d / "embeddings.ipynb")
+        meta[f"submission_{1000 + n}"] = {":submitters": [{":name": sid.title(), ":sid": sid, ":email": f"{sid}@u.edu"}],
+                                          ":created_at": "2026-11-30 12:00:00"}
+    import yaml
+
+    (root / "submission_metadata.yml").write_text(yaml.safe_dump(meta))
+    return root
+
+
+def zipped(folder: Path, dest: Path) -> Path:
+    with zipfile.ZipFile(dest, "w") as zf:
+        for f in sorted(folder.rglob("*")):
+            zf.write(f, f.relative_to(folder.parent).as_posix())
+    return dest
+
+
+@pytest.mark.parametrize(
+    ("make", "layout"),
+    [(folder_layout, "folder of files"), (nbgrader_layout, "nbgrader submitted/"), (gradescope_layout, "Gradescope export")],
+    ids=["folder", "nbgrader", "gradescope"],
+)
+@pytest.mark.parametrize("as_zip", [False, True], ids=["plain", "zip"])
+def test_every_layout_is_detected_and_graded(tmp_path: Path, make, layout: str, as_zip: bool) -> None:  # type: ignore[no-untyped-def]
+    source = make(tmp_path / "src")
+    if as_zip:
+        source = zipped(source, tmp_path / "class.zip")
+    outcome = run_batch(source, tmp_path / "results", workers=2)
+    assert outcome.layout == (f"zip of {layout}" if as_zip else layout)
+    assert (outcome.total, outcome.graded) == (2, 2)
+    scores = {r.student_id: r.score for r in SQLiteStore(tmp_path / "results").results()}
+    assert scores["alice"] == 100 and scores["bob"] < 100
+    assert json.loads((tmp_path / "results" / "reports" / "alice.json").read_text())["score"] == 100
+
+
+def _zip_with(tmp_path: Path, name: str, *, link: bool = False, data: bytes = b"{}") -> Path:
+    path = tmp_path / "evil.zip"
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        info = zipfile.ZipInfo(name)
+        info.compress_type = zipfile.ZIP_DEFLATED
+        if link:
+            info.external_attr = (stat.S_IFLNK | 0o777) << 16
+        zf.writestr(info, data)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("name", "kwargs", "reason"),
+    [
+        pytest.param("../escape.ipynb", {}, "climbs out", id="dot-dot"),
+        pytest.param("/etc/evil.ipynb", {}, "absolute path", id="absolute"),
+        pytest.param("link.ipynb", {"link": True}, "symbolic link", id="symlink"),
+        pytest.param("bomb.ipynb", {"data": b"0" * 5_000_000}, "zip bomb", id="bomb"),
+    ],
+)
+def test_hostile_archives_are_refused_before_anything_is_written(tmp_path: Path, name: str, kwargs: dict, reason: str) -> None:  # type: ignore[type-arg]
+    dest = tmp_path / "out"
+    dest.mkdir()
+    with pytest.raises(SubmissionError, match=reason):
+        extract_zip(_zip_with(tmp_path, name, **kwargs), dest)
+    assert list(dest.iterdir()) == []
+    assert not (tmp_path / "escape.ipynb").exists()
+
+
+def test_hostile_names_and_symlinks_are_reported_not_graded(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    shutil.copy(CORRECT, src / "alice.ipynb")
+    shutil.copy(CORRECT, src / "; touch pwned;.ipynb")
+    shutil.copy(CORRECT, src / "-rf.ipynb")
+    (src / "link.ipynb").symlink_to(CORRECT)
+    found = discover(src, tmp_path / "scratch")
+    assert [e.student_id for e in found.entries] == ["alice"]
+    assert len(found.problems) == 3
+    assert any("symbolic link" in p for p in found.problems)
+
+
+def test_a_malformed_submission_is_recorded_and_the_batch_goes_on(tmp_path: Path) -> None:
+    src = folder_layout(tmp_path / "src")
+    (src / "carol.ipynb").write_text("{broken")
+    outcome = run_batch(src, tmp_path / "results", workers=1)
+    assert (outcome.graded, outcome.invalid) == (2, 1)
+    rows = {r.student_id: r for r in SQLiteStore(tmp_path / "results").results()}
+    assert rows["carol"].status == "invalid" and "not valid JSON" in rows["carol"].reason
+
+
+def test_rerun_grades_only_what_changed_and_force_regrades(tmp_path: Path) -> None:
+    src = folder_layout(tmp_path / "src")
+    assert run_batch(src, tmp_path / "r", workers=2).graded == 2
+    again = run_batch(src, tmp_path / "r", workers=2)
+    assert (again.graded, again.skipped) == (0, 2)
+    shutil.copy(CORRECT, src / "bob.ipynb")  # bob fixed his bug
+    fixed = run_batch(src, tmp_path / "r", workers=2)
+    assert (fixed.graded, fixed.skipped) == (1, 1)
+    assert {r.student_id: r.score for r in SQLiteStore(tmp_path / "r").results()}["bob"] == 100
+    assert run_batch(src, tmp_path / "r", workers=2, force=True).graded == 2
+
+
+def test_killing_a_batch_loses_nothing_and_grades_nothing_twice(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    for n in range(12):
+        shutil.copy(CORRECT if n % 2 else BUGGY, src / f"s{n:02d}.ipynb")
+    out = tmp_path / "r"
+    proc = subprocess.Popen([sys.executable, "-m", "grader.cli", "batch", str(src), "--out", str(out), "--workers", "1"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    db = out / "results.sqlite"
+    deadline = time.monotonic() + 60
+    done: list[tuple[str, str]] = []
+    while time.monotonic() < deadline and len(done) < 3:
+        time.sleep(0.1)
+        if db.exists():
+            with sqlite3.connect(db) as conn:
+                try:
+                    done = conn.execute("SELECT student_id, graded_at FROM results").fetchall()
+                except sqlite3.OperationalError:
+                    done = []
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert 3 <= len(done) < 12, "the batch should have been killed part-way"
+    with sqlite3.connect(db) as conn:
+        before = dict(conn.execute("SELECT student_id, graded_at FROM results").fetchall())
+    outcome = run_batch(src, out, workers=2)
+    assert outcome.skipped == len(before) and outcome.graded == 12 - len(before)
+    after = {r.student_id: r.graded_at for r in SQLiteStore(out).results()}
+    assert len(after) == 12
+    assert all(after[s] == t for s, t in before.items())  # nothing graded twice
