@@ -177,3 +177,35 @@ def test_killing_a_batch_loses_nothing_and_grades_nothing_twice(tmp_path: Path) 
     after = {r.student_id: r.graded_at for r in SQLiteStore(out).results()}
     assert len(after) == 12
     assert all(after[s] == t for s, t in before.items())  # nothing graded twice
+
+
+def test_instructor_flow_from_a_zip_to_a_canvas_csv(tmp_path: Path) -> None:
+    """The README's course flow, through the command line: zip → grader batch → grader export."""
+    import csv
+
+    src = tmp_path / "class"
+    src.mkdir()
+    shutil.copy(CORRECT, src / "jdoe.ipynb")
+    shutil.copy(BUGGY, src / "amy.ipynb")
+    archive = zipped(src, tmp_path / "class.zip")
+    roster = tmp_path / "roster.csv"
+    roster.write_text("student_id,name,email,canvas_id,sis_user_id\n"
+                      'jdoe,"Doe, Jane",jane@u.edu,98765,s1\namy,Amélie Ng,amy@u.edu,98766,s2\n'
+                      "zed,Zed Absent,zed@u.edu,98767,s3\n", encoding="utf-8")
+    out = tmp_path / "results"
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "grader.cli", *args], capture_output=True, text=True, timeout=300)
+
+    run = cli("batch", str(archive), "--out", str(out), "--roster", str(roster), "--workers", "2")
+    assert run.returncode == 0, run.stderr
+    assert "zip of folder of files" in run.stdout and (out / "summary.html").is_file()
+    run = cli("export", "--format", "canvas", str(out), "--canvas-assignment-id", "123456")
+    assert run.returncode == 0, run.stderr
+    rows = list(csv.reader((out / "exports" / "canvas.csv").read_text(encoding="utf-8").splitlines()))
+    assert rows[0][:5] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"] and rows[0][5].endswith("(123456)")
+    assert rows[1][0] == "Points Possible" and float(rows[1][5]) == 100
+    by_name = {r[0]: r for r in rows[2:]}
+    assert float(by_name["Doe, Jane"][5]) == 100 and by_name["Doe, Jane"][1] == "98765"
+    assert float(by_name["Amélie Ng"][5]) < 100
+    assert float(by_name["Zed Absent"][5]) == 0  # on the roster, no submission
