@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,7 +13,7 @@ import pytest
 
 from grader import Grader, GradeReport
 
-from .conftest import ROOT, SUBMISSIONS, code_cells, write_notebook
+from .conftest import SUBMISSIONS, code_cells, fast_rubric_file, write_notebook
 
 GOLDEN = Path(__file__).parent / "golden"
 SUBMISSION_FILES = sorted(p for p in SUBMISSIONS.iterdir() if p.suffix in (".ipynb", ".py"))
@@ -60,12 +59,7 @@ def test_same_input_same_report_apart_from_timings(grader_local: Grader) -> None
 
 @pytest.fixture(scope="module")
 def fast_rubric(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    text = (ROOT / "rubrics" / "embeddings.toml").read_text()
-    text = re.sub(r"^timeout_s = \d+", "timeout_s = 1", text, flags=re.M)
-    text = re.sub(r"^import_timeout_s = \d+", "import_timeout_s = 5", text, flags=re.M)
-    path = tmp_path_factory.mktemp("rubric") / "fast.toml"
-    path.write_text(text)
-    return path
+    return fast_rubric_file(tmp_path_factory.mktemp("rubric"), 1, 5, 120)
 
 
 @pytest.fixture(scope="module")

@@ -7,13 +7,14 @@ CI), which turns that skip into a failure: the Docker path can never silently st
 from __future__ import annotations
 
 import os
-import re
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.conftest import fast_rubric_file
 
 ROOT = Path(__file__).resolve().parents[2]
 SUBMISSIONS = ROOT / "submissions"
@@ -78,15 +79,7 @@ def grader_docker(sandbox: Any) -> Iterator[Any]:
 @pytest.fixture(scope="session")
 def fast_rubric(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The module-11 rubric with short timeouts, so that hanging submissions end in seconds."""
-    from grader.paths import rubrics_dir
-
-    text = (rubrics_dir() / "embeddings.toml").read_text(encoding="utf-8")
-    text = re.sub(r"(?m)^timeout_s\s*=.*$", "timeout_s = 1.5", text)
-    text = re.sub(r"(?m)^import_timeout_s\s*=.*$", "import_timeout_s = 3", text)
-    text = re.sub(r"(?m)^total_timeout_s\s*=.*$", "total_timeout_s = 15", text)
-    path = tmp_path_factory.mktemp("rubric") / "embeddings-fast.toml"
-    path.write_text(text, encoding="utf-8")
-    return path
+    return fast_rubric_file(tmp_path_factory.mktemp("rubric"), 1.5, 3, 15)
 
 
 @pytest.fixture

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 import socket
 import sys
 import uuid
@@ -11,6 +10,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from tests.conftest import fast_rubric_file
 
 HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:  # the suite's helper modules (pytest runs with --import-mode=importlib)
@@ -36,15 +37,7 @@ def backend(request: pytest.FixtureRequest) -> str:
 @pytest.fixture(scope="session")
 def fast_rubric(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The module-11 rubric with its timeouts cut down, so that denial-of-service cases end in seconds."""
-    from grader.paths import rubrics_dir
-
-    text = (rubrics_dir() / "embeddings.toml").read_text(encoding="utf-8")
-    text = re.sub(r"(?m)^timeout_s\s*=.*$", "timeout_s = 2", text)
-    text = re.sub(r"(?m)^import_timeout_s\s*=.*$", "import_timeout_s = 4", text)
-    text = re.sub(r"(?m)^total_timeout_s\s*=.*$", "total_timeout_s = 8", text)
-    path = tmp_path_factory.mktemp("rubric") / "embeddings-fast.toml"
-    path.write_text(text, encoding="utf-8")
-    return path
+    return fast_rubric_file(tmp_path_factory.mktemp("rubric"), 2, 4, 8)
 
 
 @pytest.fixture(scope="session")
