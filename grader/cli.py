@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .reference import ReferenceOracle
@@ -14,7 +14,8 @@ if TYPE_CHECKING:
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(grade_only: bool = False) -> argparse.ArgumentParser:
+    """The command line; ``grade_only`` leaves out the subcommands whose parsers cost imports."""
     parser = argparse.ArgumentParser(prog="grader", description="Grade TinyTorch notebooks in a sandbox.")
     sub = parser.add_subparsers(dest="command", required=True)
     g = sub.add_parser("grade", help="grade one or more notebooks and print a table per notebook")
@@ -43,20 +44,34 @@ def build_parser() -> argparse.ArgumentParser:
     build.add_argument("--force", action="store_true", help="rebuild even if the tag exists")
     clean = sub.add_parser("cleanup", help="remove leftover grading containers")
     clean.add_argument("--images", action="store_true", help="also remove grading images other than the current one")
-    from .export.cli import add_export_parser
-    from .gradescope_mode import add_gradescope_parser
+    d = sub.add_parser("daemon", help="the background grader that makes repeated `grader grade` runs fast")
+    d.add_argument("action", choices=["stop"], help="stop: end this configuration's daemon now")
+    if not grade_only:
+        from .export.cli import add_export_parser
+        from .gradescope_mode import add_gradescope_parser
 
-    add_export_parser(sub)
-    add_gradescope_parser(sub)
+        add_export_parser(sub)
+        add_gradescope_parser(sub)
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+def main(argv: list[str] | None = None, *, use_daemon: bool = True) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser(grade_only=argv[:1] == ["grade"]).parse_args(argv)
+    if args.command == "grade" and args.backend == "local" and use_daemon:
+        from . import daemon
+
+        if daemon.enabled() and (code := daemon.run("grader", argv)) is not None:
+            return code
     if args.command == "batch":
         from .batch.cli import batch
 
         return batch(args)
+    if args.command == "daemon":
+        from . import daemon
+
+        print("stopped the grading daemon" if daemon.stop() else "no grading daemon was running")
+        return EXIT_OK
     if args.command in ("image", "cleanup"):
         return _docker_admin(args)
     if args.command == "export":
@@ -79,29 +94,27 @@ def _grade(args: argparse.Namespace) -> int:
     from rich.markup import escape
 
     from .errors import GraderError
-    from .models import shown
     from .grade import Grader
+    from .models import shown
     from .report import render, write_json
 
     console, errors = Console(), Console(stderr=True)
+    reports, bad_input = [], False
     try:
-        grader = Grader(args.rubric, sandbox or args.backend, public_only=args.public_only, seed=args.seed,
-                        reference=reference)
+        with Grader(args.rubric, sandbox or args.backend, public_only=args.public_only, seed=args.seed,
+                    reference=reference) as grader:
+            for _path, outcome in grader.grade_many(args.paths):
+                if isinstance(outcome, GraderError):
+                    errors.print(f"[red]error:[/] {escape(shown(str(outcome)))}", highlight=False)
+                    bad_input = True
+                    continue
+                reports.append(outcome)
+                render(outcome, console, staff=args.staff)
     except GraderError as e:
         errors.print(f"[red]error:[/] {escape(shown(str(e)))}", highlight=False)
-        for started in (sandbox, reference):
-            if started is not None:
-                started.close()
         return EXIT_USAGE
-    reports, bad_input = [], False
-    with grader:
-        for _path, outcome in grader.grade_many(args.paths):
-            if isinstance(outcome, GraderError):
-                errors.print(f"[red]error:[/] {escape(shown(str(outcome)))}", highlight=False)
-                bad_input = True
-                continue
-            reports.append(outcome)
-            render(outcome, console, staff=args.staff)
+    finally:
+        release(sandbox, reference)
     if args.json and reports:
         write_json(reports, args.json)
     if bad_input:
@@ -138,6 +151,18 @@ def _docker_admin(args: argparse.Namespace) -> int:
         return EXIT_USAGE
 
 
+# Set by the grading daemon (grader.daemon): warm sandboxes and reference workers, reused across
+# requests instead of being started and stopped by each one.
+WARM: dict[str, Any] | None = None
+
+
+def release(*started: Any) -> None:
+    """Close what ``start_*_early`` started, unless the daemon keeps it warm for the next request."""
+    for obj in started:
+        if obj is not None and not (WARM is not None and any(obj is w for w in WARM.values())):
+            obj.close()
+
+
 def start_reference_early(rubric: Path | None) -> ReferenceOracle | None:
     """The rubric module's reference worker, already starting; None if the rubric is unreadable
     (the Grader then reports why)."""
@@ -147,11 +172,15 @@ def start_reference_early(rubric: Path | None) -> ReferenceOracle | None:
     from .reference import ReferenceOracle
 
     try:
-        module = tomllib.loads((rubric or rubrics_dir() / "embeddings.toml").read_text(encoding="utf-8"))["module"]
-        oracle = ReferenceOracle(str(module))
+        module = str(tomllib.loads((rubric or rubrics_dir() / "embeddings.toml").read_text(encoding="utf-8"))["module"])
     except (OSError, ValueError, KeyError):
         return None
+    if WARM is not None and f"reference:{module}" in WARM:
+        return WARM[f"reference:{module}"]  # type: ignore[no-any-return]
+    oracle = ReferenceOracle(module)
     oracle.start()
+    if WARM is not None:
+        WARM[f"reference:{module}"] = oracle
     return oracle
 
 
@@ -161,8 +190,12 @@ def start_sandbox_early(backend: str) -> LocalSandbox | None:
         return None
     from .sandbox.local import LocalSandbox
 
+    if WARM is not None and "sandbox:local" in WARM:
+        return WARM["sandbox:local"]  # type: ignore[no-any-return]
     sandbox = LocalSandbox()
     sandbox.start()
+    if WARM is not None:
+        WARM["sandbox:local"] = sandbox
     return sandbox
 
 

@@ -37,6 +37,8 @@ class Grader:
         reference: ReferenceOracle | None = None,
     ) -> None:
         self.rubric = rubric if isinstance(rubric, Rubric) else load_rubric(rubric)
+        # A Grader closes only what it made; a sandbox or reference worker passed in stays open.
+        self._owns_sandbox, self._owns_reference = isinstance(backend, str), reference is None
         self.sandbox = make_sandbox(backend) if isinstance(backend, str) else backend
         self.reference = reference or ReferenceOracle(self.rubric.module)
         self.public_only, self.seed, self.limits = public_only, seed, limits
@@ -59,9 +61,10 @@ class Grader:
 
     def close(self) -> None:
         close = getattr(self.sandbox, "close", None)
-        if close is not None:
+        if close is not None and self._owns_sandbox:
             close()
-        self.reference.close()
+        if self._owns_reference:
+            self.reference.close()
 
     def __enter__(self) -> Grader:
         return self

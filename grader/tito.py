@@ -166,7 +166,7 @@ def _resolve(module: str | None, notebook: Path | None, rubric: Path | None) -> 
 def _grade(work: ModuleWork, rubric: Path | None, *, backend: str, hidden: bool) -> int:
     # As `grader grade` does: start the sandbox (and, for --hidden, the reference worker) before the
     # heavy imports, so their interpreters boot while this one imports numpy, pydantic and rich.
-    from .cli import start_reference_early, start_sandbox_early
+    from .cli import release, start_reference_early, start_sandbox_early
 
     sandbox = start_sandbox_early(backend)
     # The public checks' inputs are fixed; with the seed fixed too, their job is the same for every
@@ -188,9 +188,7 @@ def _grade(work: ModuleWork, rubric: Path | None, *, backend: str, hidden: bool)
         grader = Grader(rubric, sandbox or backend, public_only=not hidden, reference=reference,
                         seed=None if hidden else PUBLIC_ONLY_SEED)
     except GraderError as e:
-        for started in (sandbox, reference):
-            if started is not None:
-                started.close()
+        release(sandbox, reference)
         errors.print(f"[red]error:[/] {escape(str(e))}", highlight=False)
         return EXIT_USAGE
     label = module_label(work.number if work.number is not None else rubric_module_number(grader.rubric.title),
@@ -200,12 +198,14 @@ def _grade(work: ModuleWork, rubric: Path | None, *, backend: str, hidden: bool)
     checks = "all checks, with staff feedback" if hidden else "the public checks"
     console.print(Panel(f"🧪 Grading [bold cyan]{escape(label)}[/]: [bold]{escape(shown)}[/]\n"
                         f"[dim]{checks}; {run_kind}[/]", title="tito test --module", border_style="bright_cyan"))
-    with grader:
-        try:
+    try:
+        with grader:
             report = grader.grade(work.path)
-        except GraderError as e:
-            errors.print(f"[red]error:[/] {escape(str(e))}", highlight=False)
-            return EXIT_USAGE
+    except GraderError as e:
+        errors.print(f"[red]error:[/] {escape(str(e))}", highlight=False)
+        return EXIT_USAGE
+    finally:
+        release(sandbox, reference)
     render(report, console, staff=hidden)
     passed = sum(c.status == "passed" for c in report.checks)
     total = len(report.checks)
@@ -245,12 +245,18 @@ def standalone_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, *, use_daemon: bool = True) -> int:
     """The ``tito`` console script: upstream's tito with ``tito test --module``; see the module docstring."""
     args = list(sys.argv[1:] if argv is None else argv)
     try:
         if _is_grading_call(args):
-            return GradeTestCommand().execute(standalone_parser().parse_args(args))
+            parsed = standalone_parser().parse_args(args)
+            if use_daemon and getattr(parsed, "backend", "local") == "local":
+                from . import daemon
+
+                if daemon.enabled() and (code := daemon.run("tito", args)) is not None:
+                    return code
+            return GradeTestCommand().execute(parsed)
         upstream = _upstream_main()
         if upstream is not None:
             return _run_upstream(upstream, args)

@@ -18,6 +18,7 @@ def _isolated_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     mp = pytest.MonkeyPatch()
     mp.setenv("GRADER_CACHE", str(tmp_path_factory.mktemp("grader-cache")))
     mp.setenv("GRADER_SEED_SECRET", "tests")
+    mp.setenv("GRADER_NO_DAEMON", "1")  # tests run in-process; tests/test_daemon.py turns it on
     yield
     mp.undo()
 

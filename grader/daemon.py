@@ -1,0 +1,207 @@
+"""A per-user grading daemon that keeps the grader warm between runs.
+
+A student runs ``tito test --module embeddings`` (or ``grader grade``) dozens of times. Each cold
+run pays ~250 ms of host imports (numpy, pydantic, rich) plus a sandbox zygote and a reference
+worker. The first run starts this daemon in the background; later runs hand their command line to
+it over a Unix socket and print what it answers, so they pay only for Python's start and the
+grading itself. Nothing changes in what is graded or printed.
+
+- The socket lives in the per-user cache (mode 0700 directory, 0600 socket); its name is a hash of
+  the grader's code, the interpreter and the GRADER_* environment, so a changed grader or
+  setting gets a fresh daemon.
+- The daemon exits after IDLE_S seconds without a request (``GRADER_DAEMON_IDLE_S``), or on
+  ``grader daemon stop``. Requests are served one at a time.
+- ``GRADER_NO_DAEMON=1`` turns it off; any failure to talk to it falls back to running in-process.
+- Sandboxes never see the socket: the local backend covers the cache with an empty tmpfs, and
+  Docker containers have no host paths at all.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+import json
+import os
+import select
+import socket
+import struct
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from .paths import cache_root
+
+IDLE_S = 900.0
+CONNECT_TIMEOUT_S = 0.2
+REPLY_TIMEOUT_S = 3600.0
+MAX_MESSAGE = 64 * 1024 * 1024
+_PACKAGE = Path(__file__).resolve().parent
+
+
+def enabled() -> bool:
+    return os.environ.get("GRADER_NO_DAEMON", "") not in ("1", "true", "yes")
+
+
+def socket_path() -> Path:
+    """Where this grader's daemon listens (short enough for AF_UNIX's 108-byte limit)."""
+    h = hashlib.sha256(sys.executable.encode())
+    for f in sorted((*_PACKAGE.rglob("*.py"), *(_PACKAGE.parent / "reference").rglob("*.py"))):
+        st = f.stat()  # size and mtime: cheap, and any edit or reinstall changes them
+        h.update(f"{f}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
+    for key in sorted(k for k in os.environ if k.startswith("GRADER_")):
+        h.update(f"{key}={os.environ[key]}".encode())
+    base = cache_root() / "daemon"
+    if len(str(base)) > 80:
+        base = Path(f"/tmp/tinytorch-grader-{os.getuid()}")
+    return base / f"{h.hexdigest()[:16]}.sock"
+
+
+def run(kind: str, argv: list[str]) -> int | None:
+    """Ask the daemon to run ``kind`` (``grader`` or ``tito``) with ``argv``; None if it cannot,
+    in which case a daemon is started for next time and the caller runs the command itself."""
+    path = socket_path()
+    request = {
+        "kind": kind, "argv": argv, "cwd": os.getcwd(),
+        "columns": _columns(), "color": sys.stdout.isatty() and "NO_COLOR" not in os.environ,
+    }
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.settimeout(CONNECT_TIMEOUT_S)
+            sock.connect(str(path))
+            sock.settimeout(REPLY_TIMEOUT_S)
+            _send(sock, request)
+            reply = _receive(sock)
+    except (OSError, ValueError):
+        _spawn(path)
+        return None
+    sys.stdout.write(reply["stdout"])
+    sys.stderr.write(reply["stderr"])
+    sys.stdout.flush()
+    return int(reply["exit"])
+
+
+def stop() -> bool:
+    """Ask this configuration's daemon to exit; False if none was running."""
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.settimeout(5)
+            sock.connect(str(socket_path()))
+            _send(sock, {"kind": "stop"})
+            _receive(sock)
+        return True
+    except (OSError, ValueError):
+        return False
+
+
+def serve(path: Path) -> None:
+    """Listen on ``path`` until IDLE_S seconds pass without a request."""
+    from . import cli
+
+    cli.WARM = {}  # keep sandboxes and reference workers between requests
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        old = os.umask(0o177)
+        try:
+            listener.bind(str(path))
+        finally:
+            os.umask(old)
+    except OSError:
+        return  # another daemon got there first
+    listener.listen(8)
+    idle = float(os.environ.get("GRADER_DAEMON_IDLE_S", IDLE_S))
+    try:
+        while select.select([listener], [], [], idle)[0]:
+            conn, _ = listener.accept()
+            with conn:
+                try:
+                    request = _receive(conn)
+                    if request.get("kind") == "stop":
+                        _send(conn, {"exit": 0, "stdout": "", "stderr": ""})
+                        break
+                    _send(conn, _handle(request))
+                except (OSError, ValueError):
+                    continue
+    finally:
+        listener.close()
+        with contextlib.suppress(OSError):
+            path.unlink()
+        for warm in cli.WARM.values():
+            warm.close()
+
+
+def _handle(request: dict[str, object]) -> dict[str, object]:
+    commands: dict[str, Callable[[list[str]], int]] = {"grader": _grader_main, "tito": _tito_main}
+    out, err = io.StringIO(), io.StringIO()
+    os.chdir(str(request["cwd"]))
+    os.environ["COLUMNS"] = str(request["columns"])
+    os.environ.pop("FORCE_COLOR", None)
+    if request["color"]:
+        os.environ["FORCE_COLOR"] = "1"
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = commands[str(request["kind"])]([str(a) for a in request["argv"]])  # type: ignore[attr-defined]
+        except SystemExit as e:
+            code = e.code if isinstance(e.code, int) else 2
+    return {"exit": code, "stdout": out.getvalue(), "stderr": err.getvalue()}
+
+
+def _grader_main(argv: list[str]) -> int:
+    from .cli import main
+
+    return main(argv, use_daemon=False)
+
+
+def _tito_main(argv: list[str]) -> int:
+    from .tito import main
+
+    return int(main(argv, use_daemon=False) or 0)
+
+
+def _spawn(path: Path) -> None:
+    """Start a daemon in the background (detached, silent); the current run goes on in-process."""
+    with contextlib.suppress(OSError):
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        subprocess.Popen(
+            [sys.executable, "-m", "grader.daemon", str(path)], start_new_session=True,
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, close_fds=True,
+        )
+
+
+def _columns() -> int:
+    try:
+        return os.get_terminal_size(sys.stdout.fileno()).columns
+    except (OSError, ValueError):
+        return int(os.environ.get("COLUMNS", "80") or 80)
+
+
+def _send(sock: socket.socket, message: dict[str, object]) -> None:
+    data = json.dumps(message).encode()
+    sock.sendall(struct.pack(">I", len(data)) + data)
+
+
+def _receive(sock: socket.socket) -> dict[str, object]:
+    (size,) = struct.unpack(">I", _exactly(sock, 4))
+    if size > MAX_MESSAGE:
+        raise ValueError("message too large")
+    message = json.loads(_exactly(sock, size))
+    if not isinstance(message, dict):
+        raise ValueError("not a message")
+    return message
+
+
+def _exactly(sock: socket.socket, n: int) -> bytes:
+    chunks, got = [], 0
+    while got < n:
+        chunk = sock.recv(min(n - got, 1 << 20))
+        if not chunk:
+            raise ValueError("connection closed early")
+        chunks.append(chunk)
+        got += len(chunk)
+    return b"".join(chunks)
+
+
+if __name__ == "__main__":
+    serve(Path(sys.argv[1]))

@@ -1,0 +1,56 @@
+"""The grading daemon: later runs are answered by a warm process, with the same output."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from .conftest import SUBMISSIONS
+
+
+@pytest.fixture
+def daemon_env(tmp_path: Path) -> Iterator[dict[str, str]]:
+    env = {**os.environ, "GRADER_CACHE": str(tmp_path / "cache"), "GRADER_DAEMON_IDLE_S": "60"}
+    env.pop("GRADER_NO_DAEMON", None)
+    yield env
+    subprocess.run([sys.executable, "-m", "grader.cli", "daemon", "stop"], env=env, capture_output=True, timeout=30)
+
+
+def grade(env: dict[str, str], cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "grader.cli", "grade", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_second_run_is_served_by_the_daemon_with_identical_results(daemon_env: dict[str, str], tmp_path: Path) -> None:
+    buggy = str(SUBMISSIONS / "bug_backward_overwrite.ipynb")
+    first = grade(daemon_env, tmp_path, buggy)  # in-process; starts the daemon
+    sockets = tmp_path / "cache" / "daemon"
+    deadline = time.monotonic() + 30
+    while not list(sockets.glob("*.sock")) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert list(sockets.glob("*.sock")), "the first run should start a daemon"
+    assert oct(sockets.stat().st_mode & 0o777) == "0o700"
+    second = grade(daemon_env, tmp_path, buggy, "--json", "report.json")  # relative to the caller's cwd
+    assert (second.returncode, first.returncode) == (1, 1)
+    assert second.stdout == first.stdout and "row 0 received 1x the gradient" in second.stdout
+    assert json.loads((tmp_path / "report.json").read_text())["score"] < 100
+    bad = tmp_path / "bad.ipynb"
+    bad.write_text("{")
+    third = grade(daemon_env, tmp_path, "bad.ipynb")
+    assert third.returncode == 2 and "bad.ipynb: not valid JSON" in third.stderr
+
+
+def test_daemon_stop_ends_it(daemon_env: dict[str, str], tmp_path: Path) -> None:
+    grade(daemon_env, tmp_path, str(SUBMISSIONS / "correct_tinytorch.ipynb"))
+    time.sleep(1.5)
+    stop = subprocess.run([sys.executable, "-m", "grader.cli", "daemon", "stop"], env=daemon_env,
+                          capture_output=True, text=True, timeout=30)
+    assert "stopped" in stop.stdout
+    assert not list((tmp_path / "cache" / "daemon").glob("*.sock"))
