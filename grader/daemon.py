@@ -46,7 +46,7 @@ def enabled() -> bool:
 
 def socket_path() -> Path:
     """Where this grader's daemon listens (short enough for AF_UNIX's 108-byte limit)."""
-    h = hashlib.sha256(sys.executable.encode())
+    h = hashlib.sha256(os.path.realpath(sys.executable).encode())
     for f in sorted((*_PACKAGE.rglob("*.py"), *(_PACKAGE.parent / "reference").rglob("*.py"))):
         st = f.stat()  # size and mtime: cheap, and any edit or reinstall changes them
         h.update(f"{f}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
@@ -111,6 +111,7 @@ def serve(path: Path) -> None:
     except OSError:
         return  # another daemon got there first
     listener.listen(8)
+    _warm_up(cli)
     idle = float(os.environ.get("GRADER_DAEMON_IDLE_S", IDLE_S))
     try:
         while select.select([listener], [], [], idle)[0]:
@@ -130,6 +131,17 @@ def serve(path: Path) -> None:
             path.unlink()
         for warm in cli.WARM.values():
             warm.close()
+
+
+def _warm_up(cli: object) -> None:
+    """Pay the imports and start the default sandbox and reference worker before the first request."""
+    import rich.console  # noqa: F401
+    import rich.table  # noqa: F401
+
+    from . import grade, report  # noqa: F401
+
+    cli.start_sandbox_early("local")  # type: ignore[attr-defined]
+    cli.start_reference_early(None)  # type: ignore[attr-defined]
 
 
 def _handle(request: dict[str, object]) -> dict[str, object]:
