@@ -63,6 +63,7 @@ class StatusRecord(Record):
     status: Literal["timeout", "crashed", "oom"]
     signal: int | None = None
     exit_code: int | None = None
+    reason: Annotated[str, Field(max_length=200)] | None = None
     duration_ms: float = 0.0
 
 
@@ -146,6 +147,8 @@ def read_npy(path: Path, shape: tuple[int, ...] | None) -> np.ndarray:
 
 
 def _crash_note(status: StatusRecord) -> str:
+    if status.reason:
+        return status.reason
     if status.signal is not None:
         return f"the process was killed by signal {status.signal} (a segfault or abort in native code?)"
     return (f"the process exited with status {status.exit_code} before reporting a result "

@@ -120,10 +120,18 @@ def run_checks(checks: list[dict[str, Any]], probes: dict[str, Any], namespace: 
         while pending and len(running) < max(1, parallel):
             check = pending.pop(0)
             started = _monotonic()
-            pid = _fork()
+            try:
+                pid = _fork()
+            except OSError as e:  # e.g. the job's own processes fill its process limit
+                _write_json(os.path.join(OUT, f"{check['id']}.status.json"),
+                            {"check": check["id"], "status": "crashed", "duration_ms": 0.0,
+                             "reason": f"the check could not start: {e.strerror} (too many processes?)"})
+                continue
             if pid == 0:
                 _child(check, probes[check["probe"]], namespace, float(check["timeout_s"]))
             running[_pidfd_open(pid)] = (check, pid, started)
+        if not running:
+            continue
         now = _monotonic()
         next_deadline = min(started + float(check["timeout_s"]) for check, _, started in running.values())
         ready, _, _ = select.select(list(running), [], [], max(0.0, next_deadline - now))

@@ -60,6 +60,9 @@ def _child(request: dict[str, Any], out_fd: int) -> None:
         os.dup2(out_fd, 1)
         os.dup2(out_fd, 2)
         os.closerange(3, 1 << 16)
+        if request.get("cgroup"):  # join the job's pids cgroup first: every descendant inherits it
+            with open(request["cgroup"], "w") as f:
+                f.write("0")
         workdir = request["workdir"]
         if request["namespaces"]:
             isolate.unshare_namespaces()

@@ -29,6 +29,7 @@ from ..harness.isolate import unshare_namespaces
 from ..paths import expected_cache_dir, rubrics_dir, solution_dir
 from . import RunResult
 from .bundle import ensure_bundle
+from .cgroup import PidsCgroup
 from .process import CappedReader, deadlines, kill_group, write_job
 
 if TYPE_CHECKING:
@@ -55,6 +56,15 @@ def scrubbed_env(workdir: Path) -> dict[str, str]:
         "LANG": "C.UTF-8", "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1",
         "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
     }
+
+
+@lru_cache(maxsize=1)
+def _cgroups_available() -> bool:
+    cgroup = PidsCgroup.create(1)
+    if cgroup is None:
+        return False
+    cgroup.remove()
+    return True
 
 
 @lru_cache(maxsize=1)
@@ -88,7 +98,10 @@ class LocalSandbox:
         else:
             warnings.append("this OS does not allow private network namespaces: student code could reach the network")
         if os.getuid() == 0:
-            warnings.append("running as root: the process limit (RLIMIT_NPROC) is not enforced")
+            if _cgroups_available():
+                isolation.append("pids-cgroup")
+            else:
+                warnings.append("running as root without a pids cgroup: the process limit is not enforced")
         return BackendInfo(name="local", label="practice", isolation=tuple(isolation), warnings=tuple(warnings),
                            limits={k: v for k, v in asdict(self.limits).items()})
 
@@ -113,8 +126,15 @@ class LocalSandbox:
         os.chmod(workdir, 0o700)
         hidden = [str(p) for p in (solution_dir(), rubrics_dir(), expected_cache_dir(), *hide)]
         limits = {**asdict(self.limits), "cpu_s": int(deadlines(job)[1]) + 1}
-        request = {"workdir": str(workdir), "hide": hidden, "limits": limits, "namespaces": namespaces_available()}
-        pid, pidfd, out_fd = self._fork(request)
+        cgroup = PidsCgroup.create(self.limits.max_processes)
+        request = {"workdir": str(workdir), "hide": hidden, "limits": limits, "namespaces": namespaces_available(),
+                   "cgroup": str(cgroup.path / "cgroup.procs") if cgroup else None}
+        try:
+            pid, pidfd, out_fd = self._fork(request)
+        except BaseException:
+            if cgroup is not None:
+                cgroup.remove()
+            raise
         reader = CappedReader(os.fdopen(out_fd, "rb"))
         reader.start()
         try:
@@ -122,6 +142,8 @@ class LocalSandbox:
         finally:
             kill_group(pid)  # its PID namespace's init dies with it, and so does everything inside
             os.close(pidfd)
+            if cgroup is not None:
+                cgroup.remove()
             reader.join(timeout=2)
             if not reader.is_alive():  # a writer that somehow survived must not block us here
                 reader.stream.close()
