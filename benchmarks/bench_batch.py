@@ -48,23 +48,12 @@ def batch(source: Path, out: Path, workers: int, backend: str, env: dict[str, st
 
 
 def floor(files: list[Path], work: Path, env: dict[str, str], sample: int) -> float:
-    sys.path.insert(0, str(ROOT))
-    from grader.extract import extract
-    from grader.load import load_submission
-    from grader.plan import plan, submission_seed
-    from grader.rubric import load_rubric
-    from grader.sandbox.bundle import ensure_bundle
-    from grader.sandbox.process import write_job
+    from common import floor_command, floor_jobs
 
-    rubric, bundle, total = load_rubric(), str(ensure_bundle()), 0.0
-    for f in files[:sample]:
-        sub = load_submission(f)
-        job_dir = work / f"floor-{f.stem}"
-        job_dir.mkdir()
-        write_job(job_dir, plan(rubric, rubric.checks, submission_seed(sub.sha256)), extract(sub, rubric.targets).chunks)
+    total = 0.0
+    for job_dir in floor_jobs(files[:sample], work):
         started = time.perf_counter()
-        subprocess.run([sys.executable, str(ROOT / "benchmarks" / "floor.py"), bundle, str(job_dir)], check=True, env=env,
-                       stdout=subprocess.DEVNULL)
+        subprocess.run(floor_command(job_dir), check=True, env=env, stdout=subprocess.DEVNULL)
         total += time.perf_counter() - started
     return total / sample
 

@@ -23,16 +23,9 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from common import ROOT, floor_command, floor_jobs
 
-from grader import Grader  # noqa: E402
-from grader.extract import extract  # noqa: E402
-from grader.load import load_submission  # noqa: E402
-from grader.plan import plan, submission_seed  # noqa: E402
-from grader.rubric import load_rubric  # noqa: E402
-from grader.sandbox.bundle import ensure_bundle  # noqa: E402
-from grader.sandbox.process import write_job  # noqa: E402
+from grader import Grader
 
 TICK = os.sysconf("SC_CLK_TCK")
 
@@ -60,23 +53,15 @@ def main() -> None:
     files = sorted((ROOT / "submissions").glob("*.ipynb"))
     work = Path(tempfile.mkdtemp(prefix="bench-docker-"))
     os.environ["GRADER_CACHE"] = str(work / "cache")
-    rubric, bundle = load_rubric(), str(ensure_bundle())
-    jobs = []
-    for f in files:
-        sub = load_submission(f)
-        job_dir = work / f.stem
-        job_dir.mkdir()
-        write_job(job_dir, plan(rubric, rubric.checks, submission_seed(sub.sha256)), extract(sub, rubric.targets).chunks)
-        jobs.append(job_dir)
+    jobs = floor_jobs(files, work)
 
     results: dict[str, list[tuple[float, float]]] = {"floor": [], "local": [], "docker": []}
     with Grader(backend="local") as local, Grader(backend="docker") as docker:
         local.grade(files[0]), docker.grade(files[0])  # warm: image, zygote, reference worker
         for _ in range(args.repeat):  # interleaved, so all three see the same machine load
             for f, job_dir in zip(files, jobs, strict=True):
-                results["floor"].append(measure(
-                    subprocess.run, [sys.executable, str(ROOT / "benchmarks" / "floor.py"), bundle, str(job_dir)],
-                    check=True, stdout=subprocess.DEVNULL))
+                results["floor"].append(measure(subprocess.run, floor_command(job_dir), check=True,
+                                                stdout=subprocess.DEVNULL))
                 results["local"].append(measure(local.grade, f))
                 results["docker"].append(measure(docker.grade, f))
 

@@ -21,15 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from grader.extract import extract  # noqa: E402
-from grader.load import load_submission  # noqa: E402
-from grader.plan import plan, submission_seed  # noqa: E402
-from grader.rubric import load_rubric  # noqa: E402
-from grader.sandbox.bundle import ensure_bundle  # noqa: E402
-from grader.sandbox.process import write_job  # noqa: E402
+from common import ROOT, floor_command, floor_jobs
 
 
 def timed(argv: list[str], env: dict[str, str]) -> float:
@@ -45,32 +37,23 @@ def main() -> None:
     args = parser.parse_args()
 
     files = sorted((ROOT / "submissions").glob("*.ipynb"))
-    rubric = load_rubric()
-    bundle = str(ensure_bundle())
     work = Path(tempfile.mkdtemp(prefix="bench-"))
     env = {**os.environ, "GRADER_CACHE": str(work / "cache")}
-    jobs = []
-    for f in files:
-        sub = load_submission(f)
-        job_dir = work / f.stem
-        job_dir.mkdir()
-        write_job(job_dir, plan(rubric, rubric.checks, submission_seed(sub.sha256)), extract(sub, rubric.targets).chunks)
-        jobs.append(job_dir)
+    jobs = floor_jobs(files, work)
 
     grade = [sys.executable, "-m", "grader.cli", "grade", "--backend", "local"]
-    floor = [sys.executable, str(ROOT / "benchmarks" / "floor.py"), bundle]
     cold_env = {**env, "GRADER_NO_DAEMON": "1"}
     timed([*grade, str(files[0])], env)  # build bundle and reference caches once; start the daemon
     time.sleep(1.0)  # let the daemon finish starting
     floor_s, grade_s, cold_s = [], [], []
     for _ in range(args.repeat):  # interleaved, so all see the same machine load
         for f, job_dir in zip(files, jobs, strict=True):
-            floor_s.append(timed([*floor, str(job_dir)], env))
+            floor_s.append(timed(floor_command(job_dir), env))
             grade_s.append(timed([*grade, str(f)], env))
             cold_s.append(timed([*grade, str(f)], cold_env))
 
     batch_files = [str(files[i % len(files)]) for i in range(args.batch)]
-    batch_floor = [sum(timed([*floor, str(jobs[i % len(jobs)])], env) for i in range(args.batch)) / args.batch
+    batch_floor = [sum(timed(floor_command(jobs[i % len(jobs)]), env) for i in range(args.batch)) / args.batch
                    for _ in range(max(1, args.repeat // 2))]
     batch_grade = [timed([*grade, *batch_files], env) / args.batch for _ in range(max(1, args.repeat // 2))]
     subprocess.run([sys.executable, "-m", "grader.cli", "daemon", "stop"], env=env, stdout=subprocess.DEVNULL)

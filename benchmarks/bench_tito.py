@@ -27,12 +27,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from grader.extract import extract  # noqa: E402
-from grader.load import load_submission  # noqa: E402
-from grader.plan import plan, submission_seed  # noqa: E402
+from common import floor_command, floor_jobs  # noqa: E402
+
 from grader.rubric import load_rubric  # noqa: E402
-from grader.sandbox.bundle import ensure_bundle  # noqa: E402
-from grader.sandbox.process import write_job  # noqa: E402
 
 STUB_MAIN = '''\
 import argparse, sys
@@ -82,22 +79,16 @@ def main() -> None:
     files = sorted((ROOT / "submissions").glob("*.ipynb"))
     rubric = load_rubric()
     public = rubric.select(public_only=True)  # what `tito test --module` grades by default
-    bundle = str(ensure_bundle())
     work = Path(tempfile.mkdtemp(prefix="bench-tito-"))
     env = {**os.environ, "GRADER_CACHE": str(work / "cache")}
     cases = []
-    for f in files:
-        sub = load_submission(f)
-        job_dir = work / "jobs" / f.stem
-        job_dir.mkdir(parents=True)
-        write_job(job_dir, plan(rubric, public, submission_seed(sub.sha256)), extract(sub, rubric.targets).chunks)
+    for f, job_dir in zip(files, floor_jobs(files, work, public), strict=True):
         cases.append((checkout(work / "checkouts" / f.stem, f), job_dir))
 
     script = Path(sys.executable).parent / "tito"
     tito = [str(script)] if script.is_file() else [sys.executable, "-m", "grader.tito"]
     direct = [*tito, "test", "--module", "embeddings"]
     routed = [*tito, "--verbose", "test", "--module", "embeddings"]
-    floor = [sys.executable, str(ROOT / "benchmarks" / "floor.py"), bundle]
     grade = [sys.executable, "-m", "grader.cli", "grade", "--public-only", "modules/11_embeddings/11_embeddings.ipynb"]
     timed(direct, cases[0][0], env)  # build bundle and reference caches once; start the daemon
     time.sleep(1.0)  # let the daemon finish starting
@@ -109,7 +100,7 @@ def main() -> None:
     grade_s: list[float] = []
     for _ in range(args.repeat):  # interleaved, so all of them see the same machine load
         for co, job_dir in cases:
-            floor_s.append(timed([*floor, str(job_dir)], co, env))
+            floor_s.append(timed(floor_command(job_dir), co, env))
             direct_s.append(timed(direct, co, env))
             routed_s.append(timed(routed, co, env))
             grade_s.append(timed(grade, co, env))

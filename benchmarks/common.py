@@ -1,0 +1,37 @@
+"""What every benchmark shares: the floor's job directories and its command line."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from grader.extract import extract  # noqa: E402
+from grader.load import load_submission  # noqa: E402
+from grader.plan import plan, submission_seed  # noqa: E402
+from grader.rubric import CheckSpec, load_rubric  # noqa: E402
+from grader.sandbox.bundle import ensure_bundle  # noqa: E402
+from grader.sandbox.process import write_job  # noqa: E402
+
+
+def floor_jobs(files: Sequence[Path], work: Path, checks: Sequence[CheckSpec] | None = None) -> list[Path]:
+    """For each file, a directory holding the job the grader would run (all checks by default)."""
+    rubric = load_rubric()
+    jobs = []
+    for f in files:
+        sub = load_submission(f)
+        job_dir = work / "floor" / f.stem
+        job_dir.mkdir(parents=True)
+        job = plan(rubric, tuple(checks if checks is not None else rubric.checks), submission_seed(sub.sha256))
+        write_job(job_dir, job, extract(sub, rubric.targets).chunks)
+        jobs.append(job_dir)
+    return jobs
+
+
+def floor_command(job_dir: Path) -> list[str]:
+    """The floor for one job: python + numpy + the same probes in-process (benchmarks/floor.py)."""
+    return [sys.executable, str(ROOT / "benchmarks" / "floor.py"), str(ensure_bundle()), str(job_dir)]
