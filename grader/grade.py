@@ -19,7 +19,7 @@ from .paths import expected_cache_dir
 from .plan import Job, plan, submission_seed
 from .reference import ReferenceOracle
 from .rubric import CheckSpec, Rubric, load_rubric
-from .sandbox import RunResult, Sandbox, make_sandbox
+from .sandbox import RunResult, Sandbox, Startable, make_sandbox
 from .score import total
 
 
@@ -46,9 +46,8 @@ class Grader:
 
     def start(self) -> None:
         """Warm up the sandbox and the reference worker before the first ``grade``."""
-        start = getattr(self.sandbox, "start", None)
-        if start is not None:
-            start()
+        if isinstance(self.sandbox, Startable):
+            self.sandbox.start()
         self.reference.start()
 
     def grade_many(self, paths: Sequence[str | Path]) -> Iterator[tuple[Path, GradeReport | GraderError]]:
@@ -60,9 +59,8 @@ class Grader:
                 yield Path(path), e
 
     def close(self) -> None:
-        close = getattr(self.sandbox, "close", None)
-        if close is not None and self._owns_sandbox:
-            close()
+        if isinstance(self.sandbox, Startable) and self._owns_sandbox:
+            self.sandbox.close()
         if self._owns_reference:
             self.reference.close()
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from ..models import BackendInfo, Chunk
@@ -34,6 +34,7 @@ class Sandbox(Protocol):
     def run(self, job: Job, chunks: Sequence[Chunk], workdir: Path, hide: Sequence[Path] = ()) -> RunResult: ...
 
 
+@runtime_checkable
 class Startable(Protocol):
     """A sandbox with warm-up and tear-down: ``start`` before the first job, ``close`` at the end."""
 
