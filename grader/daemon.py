@@ -76,10 +76,11 @@ def run(kind: str, argv: list[str]) -> int | None:
     except (OSError, ValueError):
         _spawn(path)
         return None
-    sys.stdout.write(reply["stdout"])
-    sys.stderr.write(reply["stderr"])
+    sys.stdout.write(str(reply["stdout"]))
+    sys.stderr.write(str(reply["stderr"]))
     sys.stdout.flush()
-    return int(reply["exit"])
+    code = reply["exit"]
+    return code if isinstance(code, int) else 2
 
 
 def stop() -> bool:
@@ -135,7 +136,7 @@ def serve(path: Path) -> None:
 
 def _warm_up(cli: object) -> None:
     """Pay the imports and start the default sandbox and reference worker before the first request."""
-    import rich.console  # noqa: F401
+    import rich.console
     import rich.table  # noqa: F401
 
     from . import grade, report  # noqa: F401

@@ -16,7 +16,7 @@ import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from .models import CellSyntaxError, Chunk, CodeCell, Dropped, StudentModule, Submission
+from .models import CellSyntaxError, Chunk, CodeCell, DropKind, Dropped, StudentModule, Submission
 
 _MAGIC = re.compile(r"^(\s*)(%|!)")
 _MAGIC_ASSIGN = re.compile(r"^(\s*)[A-Za-z_][\w.]*(\s*,\s*[A-Za-z_][\w.]*)*\s*=\s*(%|!)")
@@ -136,7 +136,8 @@ def _strip_magics(cell: CodeCell, dropped: list[Dropped]) -> str | None:
     for n, line in enumerate(lines, start=1):
         if in_continuation or _MAGIC.match(line) or _MAGIC_ASSIGN.match(line) or _HELP.match(line):
             if not in_continuation:
-                kind = "shell" if line.lstrip().lstrip("%").startswith("!") or "!" in line.split("%")[0] else "magic"
+                kind: DropKind = (
+                    "shell" if line.lstrip().lstrip("%").startswith("!") or "!" in line.split("%")[0] else "magic")
                 dropped.append(Dropped(cell=cell.index, line=n, kind=kind, detail=line.strip()[:80]))
             indent = re.match(r"\s*", line).group(0)  # type: ignore[union-attr]
             out.append(f"{indent}pass" if indent and not in_continuation else "")
@@ -153,7 +154,7 @@ def _is_main_guard(node: ast.stmt) -> bool:
     return any(isinstance(p, ast.Name) and p.id == "__name__" for p in parts)
 
 
-def _drop_kind(node: ast.stmt) -> str | None:
+def _drop_kind(node: ast.stmt) -> DropKind | None:
     """Why a top-level statement can never be kept, or None if it may be kept."""
     if _is_main_guard(node):
         return "main_block"

@@ -59,12 +59,15 @@ class Chunk(Record):
     defines: tuple[str, ...]
 
 
+DropKind = Literal["magic", "shell", "call", "loop", "print", "main_block", "unused", "other"]
+
+
 class Dropped(Record):
     """Something the extractor removed, and why."""
 
     cell: int
     line: int
-    kind: Literal["magic", "shell", "call", "loop", "print", "main_block", "unused", "other"]
+    kind: DropKind
     detail: str
 
 

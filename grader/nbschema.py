@@ -31,7 +31,8 @@ def _schema_path(minor: int) -> Path:
 def _validator(minor: int) -> Callable[[Any], Any]:
     import fastjsonschema
 
-    return fastjsonschema.compile(json.loads(_schema_path(minor).read_bytes()))  # type: ignore[no-any-return]
+    validator: Callable[[Any], Any] = fastjsonschema.compile(json.loads(_schema_path(minor).read_bytes()))
+    return validator
 
 
 def validate_v4(nb: dict[str, Any]) -> str | None:

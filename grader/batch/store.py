@@ -104,10 +104,10 @@ class SQLiteStore:
         """Every stored result, by student id."""
         with self._lock:
             rows = self._db.execute("SELECT * FROM results ORDER BY student_id").fetchall()
-        for row in rows:
-            *head, report, graded_at = row
-            yield StoredResult(*head, report=GradeReport.model_validate_json(report) if report else None,
-                               graded_at=graded_at)
+        for (student_id, key, sha, file_name, name, email, submitted_at, status, reason, score, max_score,
+             report, graded_at) in rows:
+            yield StoredResult(student_id, key, sha, file_name, name, email, submitted_at, status, reason, score,
+                               max_score, GradeReport.model_validate_json(report) if report else None, graded_at)
 
     def set_meta(self, key: str, value: str) -> None:
         with self._lock:

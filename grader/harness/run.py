@@ -36,7 +36,7 @@ def main(wait: bool = False) -> None:
         import numpy
         import numpy.random  # noqa: F401
 
-        from . import probes
+        from . import probes as _probes  # noqa: F401
 
         try:
             import tinytorch.core.autograd
@@ -162,7 +162,7 @@ def _finish(check: dict[str, Any], pid: int, started: float, timed_out: bool) ->
     elif os.WIFSIGNALED(wait_status):
         sig = os.WTERMSIG(wait_status)
         status["signal"] = sig
-        status["status"] = {signal.SIGXCPU: "timeout", signal.SIGKILL: "oom"}.get(sig, "crashed")
+        status["status"] = {int(signal.SIGXCPU): "timeout", int(signal.SIGKILL): "oom"}.get(sig, "crashed")
     else:
         status["exit_code"] = os.WEXITSTATUS(wait_status)
         status["status"] = "crashed"

@@ -61,11 +61,11 @@ def compare(got: CheckOutput, expected: CheckOutput, rtol: float, atol: float) -
             found.append(Mismatch(name, f"{name}: no output"))
         elif (text := array_difference(got.arrays[name], exp, rtol, atol)) is not None:
             found.append(Mismatch(name, f"{name}: {text}"))
-    for name, exp in expected.facts.items():
+    for name, fact in expected.facts.items():
         value = got.facts.get(name, _MISSING)
-        if not facts_equal(value, exp):
+        if not facts_equal(value, fact):
             shown = "no output" if value is _MISSING else _fact(value)
-            found.append(Mismatch(name, f"{name}: expected {_fact(exp)}, got {shown}"))
+            found.append(Mismatch(name, f"{name}: expected {_fact(fact)}, got {shown}"))
     return found
 
 

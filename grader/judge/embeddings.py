@@ -192,7 +192,7 @@ def sin_pos0(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
 
 
 def sin_values(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
-    variants = {
+    variants: dict[str, dict[str, Any]] = {
         "sin and cos are swapped: even columns take sin, odd columns cos": {"swap": True},
         "the frequency uses each column's own index: columns 2i and 2i+1 must share 10000^(2i/D)": {"per_column": True},
         "the base is not 10000": {"base": 1000.0},

@@ -52,11 +52,17 @@ def parameters_of(obj: Any, what: str) -> list[Any]:
     return list(params())
 
 
+def _shape(param: Any) -> tuple[int, ...]:
+    data: Any = getattr(param, "data", None)
+    return tuple(np.shape(data))
+
+
 def inject(obj: Any, values: np.ndarray, what: str) -> Any:
     """Overwrite, in place, the one parameter of ``obj`` whose shape matches ``values``."""
-    matches = [p for p in parameters_of(obj, what) if tuple(np.shape(getattr(p, "data", None))) == values.shape]
+    params = parameters_of(obj, what)
+    shapes = [_shape(p) for p in params]
+    matches = [p for p, shape in zip(params, shapes, strict=True) if shape == values.shape]
     if not matches:
-        shapes = [tuple(np.shape(getattr(p, "data", None))) for p in parameters_of(obj, what)]
         raise ProbeError(f"{what}.parameters() has no tensor of shape {values.shape} (found {shapes})")
     param = matches[0]
     param.data[...] = values
