@@ -4,6 +4,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
+if [ "${GRADER_REQUIRE_BROWSER:-0}" = 1 ] && ! command -v chromium >/dev/null 2>&1; then
+  sudo_=""; [ "$(id -u)" = 0 ] || sudo_="sudo"
+  $sudo_ env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null \
+    || { $sudo_ apt-get update -qq && $sudo_ env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+fi
 if [ -f .ci/docker-engine.sh ] && { [ "$(id -u)" = 0 ] || [ "${GRADER_REQUIRE_DOCKER:-0}" = 1 ]; }; then
   PATH="$PWD/.venv/bin:$PATH" bash .ci/docker-engine.sh
 fi
