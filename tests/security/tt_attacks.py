@@ -171,6 +171,23 @@ def with_helpers(snippet: str) -> str:
     return HELPERS + "\n\n" + snippet
 
 
+def stealing_at_import(finder_source: str, finder: str) -> str:
+    """An attack that runs ``finder()`` while the module is defined and, if it found a reference
+    implementation, answers every backward with the reference's gradient."""
+    return with_helpers(finder_source + f"""
+
+_FOUND = []
+
+
+def _on_import():
+    _FOUND.append({finder}())
+
+
+def _on_backward(node, grad_output, grad):
+    return _reference_grad(_FOUND[0], node, grad_output) if _FOUND and _FOUND[0] is not None else grad
+""")
+
+
 # ---- early exit ----------------------------------------------------------------------------------
 
 EXIT_CASES = [
@@ -806,9 +823,8 @@ def _on_backward(node, grad_output, grad):
     return grad
 '''
 
-STEAL_IMPORTS = with_helpers(r'''
+STEAL_IMPORTS = stealing_at_import(r'''
 _SEEN = []
-_FOUND = []
 
 
 class _Spy:
@@ -839,18 +855,9 @@ def _steal_by_import():
         if isinstance(cls, type) and getattr(mod, "__name__", "") not in ("submission", "__main__"):
             return mod
     return None
+''', "_steal_by_import")
 
-
-def _on_import():
-    _FOUND.append(_steal_by_import())
-
-
-def _on_backward(node, grad_output, grad):
-    return _reference_grad(_FOUND[0], node, grad_output) if _FOUND and _FOUND[0] is not None else grad
-''')
-
-STEAL_WALK = with_helpers(r'''
-_FOUND = []
+STEAL_WALK = stealing_at_import(r'''
 _SKIP = {"proc", "sys", "dev", "tmp", "run", "usr", "lib", "lib64", "bin", "sbin", "etc", "var", "boot", "snap",
          "node_modules", ".cache", "site-packages", ".pyenv", ".git"}
 
@@ -887,20 +894,9 @@ def _walk_for_solutions():
                     except BaseException:
                         continue
     return None
+''', "_walk_for_solutions")
 
-
-def _on_import():
-    _FOUND.append(_walk_for_solutions())
-
-
-def _on_backward(node, grad_output, grad):
-    return _reference_grad(_FOUND[0], node, grad_output) if _FOUND and _FOUND[0] is not None else grad
-''')
-
-STEAL_PROC_ROOT = with_helpers(r'''
-_FOUND = []
-
-
+STEAL_PROC_ROOT = stealing_at_import(r'''
 def _steal_through_proc_root():
     import glob, os
     host = _host_pid()
@@ -924,15 +920,7 @@ def _steal_through_proc_root():
             if os.path.isfile(path):
                 return _module_from_source(open(path).read())
     return None
-
-
-def _on_import():
-    _FOUND.append(_steal_through_proc_root())
-
-
-def _on_backward(node, grad_output, grad):
-    return _reference_grad(_FOUND[0], node, grad_output) if _FOUND and _FOUND[0] is not None else grad
-''')
+''', "_steal_through_proc_root")
 
 STEAL_WORKER_HOME = with_helpers(r'''
 _FOUND = []
@@ -966,10 +954,7 @@ def _on_backward(node, grad_output, grad):
     return _reference_grad(_FOUND[0], node, grad_output) if _FOUND[0] is not None else grad
 ''')
 
-STEAL_UNMOUNT = with_helpers(r'''
-_FOUND = []
-
-
+STEAL_UNMOUNT = stealing_at_import(r'''
 def _unmount_and_read():
     import ctypes, os
     if os.geteuid() != 0:
@@ -984,15 +969,7 @@ def _unmount_and_read():
             if os.path.isfile(path):
                 return _module_from_source(open(path).read())
     return None
-
-
-def _on_import():
-    _FOUND.append(_unmount_and_read())
-
-
-def _on_backward(node, grad_output, grad):
-    return _reference_grad(_FOUND[0], node, grad_output) if _FOUND and _FOUND[0] is not None else grad
-''')
+''', "_unmount_and_read")
 
 STEAL_EXPECTED = with_helpers(r'''
 _EXPECTED = {}
