@@ -24,6 +24,7 @@ class RunResult:
     log: str
     killed: str | None
     elapsed_s: float
+    isolation: tuple[str, ...] | None = None  # the layers this run's self-test verified, where the backend has one
 
 
 class Sandbox(Protocol):
