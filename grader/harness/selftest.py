@@ -7,8 +7,8 @@ Standard library only. Each probe returns True only on positive evidence.
 from __future__ import annotations
 
 import ctypes
-import functools
 import errno
+import functools
 import os
 import resource
 import socket

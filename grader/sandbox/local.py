@@ -32,8 +32,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from ..errors import SandboxError, SandboxUnavailable
-from ..harness.isolate import unshare_namespaces
-from ..paths import expected_cache_dir, rubrics_dir, solution_dir
+from ..paths import expected_cache_dir, harness_parent, rubrics_dir, solution_dir
 from . import RunResult
 from .bundle import ensure_bundle
 from .cgroup import CgroupLimits, JobCgroups
@@ -72,15 +71,24 @@ def scrubbed_env(workdir: Path) -> dict[str, str]:
     }
 
 
+_probe_lock = threading.Lock()
+
+
 @lru_cache(maxsize=1)
-def namespaces_available() -> bool:
-    """Whether this OS lets us make the sandbox's namespaces (tried once, on /bin/true)."""
+def _namespaces_available() -> bool:
+    probe = f"import sys; sys.path[:0] = [{str(harness_parent())!r}]; from harness.isolate import unshare_namespaces as u; u()"
     try:
-        subprocess.run(["/bin/true"], preexec_fn=unshare_namespaces, check=True,
+        subprocess.run([sys.executable, "-I", "-S", "-c", probe], check=True, timeout=30,
                        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         return True
     except (subprocess.SubprocessError, OSError):
         return False
+
+
+def namespaces_available() -> bool:
+    """Whether this OS lets us make the sandbox's namespaces (tried once per process, in a child)."""
+    with _probe_lock:
+        return _namespaces_available()
 
 
 def isolation_mode() -> str:
