@@ -35,11 +35,12 @@ class Grader:
         seed: int | None = None,
         limits: LoadLimits = LoadLimits(),
         reference: ReferenceOracle | None = None,
+        official: bool = False,
     ) -> None:
         self.rubric = rubric if isinstance(rubric, Rubric) else load_rubric(rubric)
         # A Grader closes only what it made; a sandbox or reference worker passed in stays open.
         self._owns_sandbox, self._owns_reference = isinstance(backend, str), reference is None
-        self.sandbox = make_sandbox(backend) if isinstance(backend, str) else backend
+        self.sandbox = make_sandbox(backend, official) if isinstance(backend, str) else backend
         self.reference = reference or ReferenceOracle(self.rubric.module)
         self.public_only, self.seed, self.limits = public_only, seed, limits
         expected_cache_dir().mkdir(parents=True, exist_ok=True)  # exists before any sandbox, so it is hidden

@@ -166,7 +166,7 @@ def grade_submission(layout: Layout, rubric: Rubric, backend: str = "local") -> 
     try:
         notebook = find_notebook(layout.submission)
         file_name = notebook.name
-        sandbox = HidingSandbox(make_sandbox(backend), (layout.root / "source", layout.results.parent))
+        sandbox = HidingSandbox(make_sandbox(backend, official=True), (layout.root / "source", layout.results.parent))
         with Grader(rubric, sandbox) as grader:
             report = grader.grade(notebook)
         status = "graded"

@@ -80,7 +80,7 @@ def _grade_all(todo: list[tuple[Entry, str]], rubric: Rubric, backend: str, work
 
     def grade_one(entry: Entry, key: str) -> StoredResult:
         if not hasattr(local, "grader"):
-            local.grader = Grader(rubric, backend)
+            local.grader = Grader(rubric, backend, official=True)
             with lock:
                 graders.append(local.grader)
         base = dict(student_id=entry.student_id, cache_key=key, sha256=key.split(":")[0], file_name=entry.path.name,

@@ -75,8 +75,8 @@ def _read_regular(path: str, limit: int) -> bytes | None:
 class Outbox:
     """Sends the files of ``out/`` that belong to the current phase, each at most once."""
 
-    def __init__(self, fd: int) -> None:
-        self.fd, self.budget, self.count = fd, MAX_TOTAL, 0
+    def __init__(self, fd: int, max_total: int = MAX_TOTAL) -> None:
+        self.fd, self.budget, self.count = fd, max_total, 0
         self.sent: set[str] = set()
 
     def send(self, owners: set[str]) -> None:
@@ -109,7 +109,7 @@ class Outbox:
 
 
 def run(job: dict[str, Any], student: bytes, out_fd: int, control_fd: int, selftest: dict[str, Any],
-        harness: Callable[[int], None]) -> None:
+        harness: Callable[[int], None], max_total: int = MAX_TOTAL) -> None:
     """Write the phase-1 job, start ``harness(phase_fd)`` in a child, serve it, then collect."""
     checks = job["checks"]
     visible = [c for c in checks if c.get("visible", True)]
@@ -126,14 +126,18 @@ def run(job: dict[str, Any], student: bytes, out_fd: int, control_fd: int, selft
     pid = os.fork()
     if pid == 0:
         os.close(out_fd)
-        os.close(control_fd)
+        if control_fd > 2:
+            os.close(control_fd)
+        else:  # the host's stdin (Docker): the harness gets /dev/null instead
+            os.dup2(os.open(os.devnull, os.O_RDONLY), control_fd)
         ours.close()
+        _raise_oom_score()
         harness(theirs.detach())
         os._exit(0)
     theirs.close()
     hide_self()
     pidfd = os.pidfd_open(pid)
-    outbox = Outbox(out_fd)
+    outbox = Outbox(out_fd, max_total)
     phase = {"import"} | {c["id"] for c in visible}
     imported = False
     while True:
@@ -159,6 +163,15 @@ def run(job: dict[str, Any], student: bytes, out_fd: int, control_fd: int, selft
         _put(out_fd, b"I")
     outbox.send(phase)
     _put(out_fd, b"E")
+
+
+def _raise_oom_score() -> None:
+    """Under memory pressure the kernel kills the harness and student code, never the supervisor."""
+    try:
+        with open("/proc/self/oom_score_adj", "w") as f:
+            f.write("1000")
+    except OSError:
+        pass
 
 
 def _write(name: str, data: bytes) -> None:

@@ -181,11 +181,14 @@ class LocalSandbox:
             os.chmod(workdir / name, 0o600)
         os.chmod(workdir, 0o700)
         uid = UID_BASE + random.randrange(UID_SPAN) if os.getuid() == 0 else None
+        hidden = [str(p) for p in (solution_dir(), rubrics_dir(), expected_cache_dir(), *hide)]
+        if self.mode == "fallback":
+            _protect(hidden)
         cgroups = JobCgroups.create(CgroupLimits(self.limits.memory_mb, self.limits.max_processes,
                                                  cpus=float(max(1, job.parallel))))
         request = {
             "workdir": str(workdir), "mode": self.mode, "uid": uid, "gid": uid, "strict": self.official,
-            "hide": [str(p) for p in (solution_dir(), rubrics_dir(), expected_cache_dir(), *hide)],
+            "hide": hidden,
             "limits": {**asdict(self.limits), "cpu_s": int(deadlines(job)[1]) + 1},
             "env": scrubbed_env(Path("/tmp/work")), "bundle": str(ensure_bundle()),
             "tmp_mb": self.limits.tmp_mb, "tmp_inodes": self.limits.tmp_inodes, "host_ns": _host_namespaces(),
@@ -300,6 +303,17 @@ class LocalSandbox:
 
     def __del__(self) -> None:
         self.close()
+
+
+def _protect(paths: Sequence[str]) -> None:
+    """Fallback mode: staff directories closed to other users (the job runs as one of them)."""
+    for path in paths:
+        try:
+            mode = os.stat(path).st_mode
+            if mode & 0o077:
+                os.chmod(path, mode & 0o700)
+        except OSError:
+            pass
 
 
 def _fix(missing: Sequence[str]) -> str:
