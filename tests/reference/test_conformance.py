@@ -25,6 +25,11 @@ and the test says which and why (`DEVIATION`):
   the runtime offers both.
 - seeds given as lists or Tensors, scalar-on-the-left arithmetic, `no_grad` and `Tensor(list of
   Tensors)` exist only in the newer generation; the runtime accepts them.
+
+Where module-11 code can reach it, the runtime is also more lenient than both snapshots. These are
+deliberate (other course versions may differ) and are not pinned here: indexing with a Tensor of
+ids (both raise IndexError), `Tensor(a Tensor)` (both raise ValueError), `len(t)` (neither defines
+`__len__`), `EmbeddingBackward` given ndarray ids (the older one fails at backward).
 """
 
 from __future__ import annotations

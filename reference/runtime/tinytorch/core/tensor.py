@@ -9,6 +9,9 @@ both TinyTorch generations: optimizers write `p.data -= lr * p.grad`.
 - old style: a subclass that overrides `apply` as an instance method, `apply(grad)` returning one
   gradient per entry of `saved_tensors`; student code wires it with `out._grad_fn = Node(...)`.
 Gradients handed to a node and taken from it are ndarrays (a returned Tensor is unwrapped).
+
+`tests/reference/test_conformance.py` holds this module to values observed on both TinyTorch
+generations; change a pinned behaviour there only with new observations of the real course.
 """
 
 from __future__ import annotations
