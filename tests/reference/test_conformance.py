@@ -10,6 +10,7 @@ scenario on TinyTorch's own code (the values are ours; no upstream code is in th
   `tinytorch/src/06_autograd`: `Function.apply` records `_grad_fn`, `Tensor.backward` walks a
   topological order).
 
+`bash scripts/conformance-upstream.sh DIR` runs this file against a TinyTorch package in DIR instead.
 Each test names the generations it was observed in. Where they disagree the runtime takes one side,
 and the test says which and why (`DEVIATION`):
 
