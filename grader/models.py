@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 SCHEMA_VERSION = 1
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+_JOINERS = "\u200c\u200d"  # zero-width (non-)joiner: part of Persian, Indic and emoji spellings, inert
 
 
 def shown(text: str, *, one_line: bool = False) -> str:
@@ -16,7 +17,7 @@ def shown(text: str, *, one_line: bool = False) -> str:
     choke on becomes a visible escape (``\\x1b``, ``\\r``, ``\\u202e``, ``\\ud800``): C0 and C1
     controls (ANSI/OSC sequences lose their ESC), bidi overrides and other format characters,
     line separators and lone surrogates. Newlines and tabs stay unless ``one_line`` (names)."""
-    keep = "" if one_line else "\n\t"
+    keep = _JOINERS if one_line else _JOINERS + "\n\t"
     return "".join(ch if ch.isprintable() or ch in keep else _escape(ch) for ch in text)
 
 

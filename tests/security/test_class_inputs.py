@@ -178,6 +178,7 @@ def stored_result(student: str, score: float | None, *, email: str = "", file_na
     pytest.param("a\x9b31mb", "a\\x9b31mb", id="c1-csi"),
     pytest.param("line\u2028break", "line\\u2028break", id="line-separator"),
     pytest.param("Zoë Müller ✓", "Zoë Müller ✓", id="ordinary-unicode-kept"),
+    pytest.param("محمد‌رضا 👩‍🔬", "محمد‌رضا 👩‍🔬", id="joiners-kept"),
 ])
 def test_shown_escapes_every_character_a_terminal_would_obey(text: str, expected: str) -> None:
     assert shown(text, one_line=True) == expected
