@@ -309,3 +309,17 @@ def test_the_judges_own_cause_is_still_counted(tmp_path: Path) -> None:
                                                                   "Hint: accumulate.")
     summary = build_summary([stored_result("s0", 0.0, checks=(ours,))], load_rubric())
     assert summary["failure_causes"][0]["cause"] == "row 0 received 1x the gradient"
+
+
+def test_a_gradescope_roster_without_sids_matches_by_the_whole_address(tmp_path: Path) -> None:
+    from grader.export import build_gradebook, parse_roster
+
+    roster = parse_roster("First Name,Last Name,SID,Email,Role\nBob,Stone,,bob@u.edu,Student\n"
+                          "Ann,Lee,42,ann@u.edu,Student\n")
+    assert [e.student_id for e in roster.entries] == ["bob@u.edu", "42"]
+    book = build_gradebook([stored_result("bob@evil.example", 5.0, email="bob@evil.example"),
+                            stored_result("BOB@u.edu", 90.0, email="BOB@u.edu")], rubric=load_rubric(), roster=roster)
+    rows = {r.student_id: (r.status, r.score, r.roster is not None) for r in book.rows}
+    assert rows == {"bob@u.edu": ("graded", 90.0, True), "42": ("missing", 0.0, True),
+                    "bob@evil.example": ("graded", 5.0, False)}
+    assert book.conflicts == ()
