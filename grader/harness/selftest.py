@@ -21,8 +21,9 @@ NAMESPACES = ("net", "ipc", "uts", "mnt", "pid", "cgroup")
 
 
 def _status() -> dict[str, str]:
-    with open("/proc/self/status", encoding="ascii", errors="replace") as f:
-        return {k: v.strip() for k, _, v in (line.partition(":") for line in f)}
+    with open("/proc/self/status", "rb") as f:  # bytes: no codec may need importing (fallback mode)
+        lines = f.read().decode("utf-8", "replace").splitlines()
+    return {k: v.strip() for k, _, v in (line.partition(":") for line in lines)}
 
 
 def _non_root() -> bool:
@@ -64,15 +65,15 @@ def _namespace(name: str, host: dict[str, str]) -> bool:
 
 
 def _only_loopback() -> bool:
-    with open("/proc/net/dev", encoding="ascii", errors="replace") as f:
-        names = {line.split(":")[0].strip() for line in f.readlines()[2:]}
-    return names <= {"lo"}
+    with open("/proc/net/dev", "rb") as f:
+        names = {line.split(b":")[0].strip() for line in f.read().splitlines()[2:]}
+    return names <= {b"lo"}
 
 
 def _read_only_mounts(writable: Sequence[str]) -> bool:
     """Every mount except ``writable`` (and /proc itself, whose sys part is checked apart) is ro."""
-    with open("/proc/self/mountinfo", encoding="utf-8", errors="replace") as f:
-        for line in f:
+    with open("/proc/self/mountinfo", "rb") as f:
+        for line in f.read().decode("utf-8", "replace").splitlines():
             fields = line.split()
             point, options = fields[4], fields[5].split(",")
             if point in writable or point == "/proc" or (point.startswith("/dev/") and point[5:] in DEV_ENTRIES):
@@ -89,6 +90,14 @@ def _proc_sys_read_only() -> bool:
 
 def _minimal_dev() -> bool:
     return set(os.listdir("/dev")) <= DEV_ENTRIES
+
+
+def _readable_python() -> bool:
+    """Student code can import the standard library (an interpreter under /root would not be)."""
+    import sys
+
+    stdlib = os.path.dirname(os.__file__)
+    return all(os.access(p, os.R_OK | os.X_OK) for p in (sys.executable, stdlib, os.path.join(stdlib, "encodings")))
 
 
 def _hidden(paths: Sequence[str]) -> bool:
@@ -138,6 +147,7 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
         })
     else:
         probes["separate-uid"] = lambda: os.getuid() == request.get("uid")
+        probes["readable-python"] = _readable_python
     verified: list[str] = []
     failed: list[str] = []
     for name, probe in probes.items():

@@ -86,7 +86,7 @@ def _join_cgroups(pid: int, cgroups: dict[str, str]) -> list[str]:
 
 
 def _sweep(uid: int) -> None:
-    """Fork, become ``uid`` and SIGKILL every process of it until none is left."""
+    """Fork, become ``uid`` and SIGKILL every process of it until no live one is left."""
     pid = os.fork()
     if pid == 0:
         try:
@@ -95,8 +95,10 @@ def _sweep(uid: int) -> None:
             os.setresuid(uid, uid, uid)
             for _ in range(1000):
                 os.kill(-1, signal.SIGKILL)
+                if not _live_processes(uid, exclude=os.getpid()):
+                    break  # zombies may remain until their new parent reaps them; they run nothing
                 time.sleep(0.001)
-        except (ProcessLookupError, PermissionError, OSError):
+        except OSError:
             pass
         os._exit(0)
     for _ in range(5000):  # SIGCHLD is ignored: wait for the sweeper by polling its pid
@@ -105,6 +107,22 @@ def _sweep(uid: int) -> None:
         except ProcessLookupError:
             return
         time.sleep(0.001)
+
+
+def _live_processes(uid: int, exclude: int) -> list[int]:
+    """Processes of ``uid`` that are not zombies, from /proc."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == exclude:
+            continue
+        try:
+            with open(f"/proc/{entry}/status", "rb") as f:
+                fields = dict(line.split(b":", 1) for line in f.read().splitlines() if b":" in line)
+        except OSError:
+            continue
+        if int(fields[b"Uid"].split()[0]) == uid and not fields[b"State"].strip().startswith(b"Z"):
+            found.append(int(entry))
+    return found
 
 
 def _child(request: dict[str, Any], log_fd: int, out_fd: int, control_fd: int, go_fd: int) -> None:

@@ -56,7 +56,7 @@ from ..plan import Job
 from . import RunResult
 from .local import scrubbed_env
 from .process import OUTPUT_CAP, deadlines, write_job
-from .stream import OutputStream, valid_output_name, write_outputs
+from .stream import OutputStream, write_outputs
 
 LABEL = "tinytorch-grader"
 RUN_LABEL = "grader.run"
@@ -465,5 +465,4 @@ def _close(raw: socket.socket, wrapper: Any) -> None:
             pass
 
 
-__all__ = ["DockerLimits", "DockerSandbox", "OutputStream", "bootstrap_source", "cleanup", "container_config",
-           "container_env", "valid_output_name", "write_outputs"]
+__all__ = ["DockerLimits", "DockerSandbox", "bootstrap_source", "cleanup", "container_config", "container_env"]

@@ -106,7 +106,7 @@ def required_layers(mode: str) -> tuple[str, ...]:
     if mode == "namespaces":
         return (*common, *(f"{n}-namespace" for n in NAMESPACES), "no-network", "read-only-filesystem",
                 "read-only-proc-sys", "minimal-dev", "capped-tmpfs-workdir", *CGROUP_LAYERS, *HOST_LAYERS)
-    return (*common, "separate-uid", "uid-sweep", *HOST_LAYERS)
+    return (*common, "separate-uid", "readable-python", "uid-sweep", *HOST_LAYERS)
 
 
 def _host_namespaces() -> dict[str, str]:
@@ -180,7 +180,7 @@ class LocalSandbox:
         for name in ("job.json", "student.json"):
             os.chmod(workdir / name, 0o600)
         os.chmod(workdir, 0o700)
-        uid = UID_BASE + random.randrange(UID_SPAN) if os.getuid() == 0 else None
+        uid = UID_BASE + random.randrange(UID_SPAN) if os.getuid() == 0 and self.mode != "none" else None
         hidden = [str(p) for p in (solution_dir(), rubrics_dir(), expected_cache_dir(), *hide)]
         if self.mode == "fallback":
             _protect(hidden)
@@ -322,6 +322,9 @@ def _fix(missing: Sequence[str]) -> str:
     if "hidden-reference" in missing:
         return ("Make the grader's reference and rubric files unreadable to other users (chmod -R go-rwx), "
                 "or use --backend docker.")
+    if "readable-python" in missing:
+        return ("The job's own uid cannot read this Python installation (e.g. under /root, mode 700): install "
+                "Python and the grader where every user can read them, or use --backend docker.")
     if "seccomp-filter" in missing:
         return "Install libseccomp2 (Debian: apt-get install libseccomp2), or use --backend docker."
     return "Use --backend docker, or grade as practice."

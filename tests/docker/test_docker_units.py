@@ -8,13 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from grader.sandbox.docker import (
-    MAX_OUTPUT_FILE,
-    OutputStream,
-    bootstrap_source,
-    valid_output_name,
-    write_outputs,
-)
+from grader.sandbox.docker import bootstrap_source
+from grader.sandbox.stream import MAX_OUTPUT_FILE, OutputStream, valid_output_name, write_outputs
 
 
 def record(name: str, data: bytes) -> bytes:
@@ -88,7 +83,7 @@ def test_bootstrap_is_valid_python_and_boots_the_bundle() -> None:
     source = bootstrap_source()
     compile(source, "<bootstrap>", "exec")
     assert "@" not in source.replace("@dataclass", "")
-    assert "/opt/grader" in source and "harness.run" in source
+    assert "/opt/grader" in source and "supervisor.run(" in source
 
 
 def test_unreachable_engine_says_how_to_start_it(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
