@@ -136,6 +136,11 @@ def grad_batch(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
     np.add.at(first, ids[0], g[0])
     if np.array_equal(grad, first):
         return "only the first batch element contributed: accumulate over every (batch, position) pair"
+    summed = np.zeros_like(i["weight"])
+    np.add.at(summed, ids.reshape(-1), g.reshape(-1, g.shape[-1]))
+    counts = np.bincount(ids.reshape(-1), minlength=len(summed))
+    if _same(grad, summed / np.maximum(counts, 1)[:, None]):
+        return "each row got the mean of its tokens' gradients: repeated tokens must add up their gradients"
     overwrite = np.zeros_like(i["weight"])
     overwrite[ids.reshape(-1)] = g.reshape(-1, g.shape[-1])
     if np.array_equal(grad, overwrite):
@@ -177,7 +182,7 @@ def pe_too_long(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
     return None
 
 
-def pe_grad(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
+def pe_grad(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause | None:
     if _no_gradient(got):
         return ("the gradient never reached position_embeddings: build the output with Tensor operations "
                 "(x + self.position_embeddings[:seq_len]), not Tensor(x.data + ...)")
@@ -185,6 +190,10 @@ def pe_grad(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
     if grad is None:
         return None
     seq = g.shape[1]
+    shifted = np.zeros_like(grad)
+    shifted[1:seq + 1] = g.sum(axis=0)[: len(grad) - 1]
+    if _same(grad, shifted):
+        return Cause("the gradient went to rows 1 .. seq_len: the positions are off by one", "pe_broadcast")
     if np.any(grad[seq:] != 0):
         return f"rows at or beyond seq_len ({seq}) received gradient: only the rows that were added may"
     if _same(grad[:seq], g.mean(axis=0)):
@@ -279,6 +288,8 @@ def layer_scale(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause | 
         return "scale_embeddings=True had no effect: multiply the token embeddings by math.sqrt(embed_dim)"
     if _same(learned, (tok + pos) * math.sqrt(dim)):
         return "the scale was applied after adding positions: scale only the token embeddings, then add positions"
+    if _same(plain, tok * math.sqrt(dim)):
+        return embeddings_api.upstream_positions(got, pos, lambda added: tok * math.sqrt(dim) + added, "learned")
     return None
 
 

@@ -42,7 +42,7 @@ def _takes_no_start_pos(got: CheckOutput, names: tuple[str, ...]) -> str | None:
     for name in names:
         value = got.facts.get(name)
         if value == "raised TypeError":
-            method = "__call__" if name.endswith("call") else "forward"
+            method = "__call__" if "call" in name.split("_") else "forward"
             return (f"{method} does not accept start_pos (TypeError): give it a start_pos=0 parameter"
                     + (" and pass it on to self.forward" if method == "__call__" else ""))
     return None
@@ -51,7 +51,7 @@ def _takes_no_start_pos(got: CheckOutput, names: tuple[str, ...]) -> str | None:
 def _window_causes(got: CheckOutput, out: str, at_start: np.ndarray, at_zero: np.ndarray, what: str) -> str | None:
     """Causes read from one output taken at start_pos: the window ignored, or taken from row 0."""
     if _same(got.arrays.get(out), at_zero):
-        via = "__call__" if out.endswith("call") else "forward"
+        via = "__call__" if "call" in out.split("_") else "forward"
         if via == "__call__" and _same(got.arrays.get(out.replace("call", "forward")), at_start):
             return "__call__ drops start_pos: forward is right, so __call__ must return self.forward(x, start_pos)"
         return (f"start_pos is ignored by {via}: the {what} added must be rows start_pos .. start_pos+seq_len-1 "
@@ -99,6 +99,11 @@ def layer_start_pos(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Caus
     cause = _takes_no_start_pos(got, ("learned_forward", "learned_call", "sin_forward", "sin_call"))
     if cause:
         return cause
+    upstream = upstream_positions(got, i["table"][s:s + seq], lambda added: tok + added, "learned_forward",
+                                  "learned_call")
+    if upstream:
+        return Cause("the layer passes start_pos on, but your PositionalEncoding does not add the right rows",
+                     "pe_start_pos")
     sin = exp.arrays.get("aux_sinusoids")
     windows = {"learned": (tok + i["table"][s:s + seq], tok + i["table"][:seq], "learned position rows")}
     if sin is not None:
@@ -130,6 +135,16 @@ def _upstream_lookup(got: CheckOutput, i: Inputs, layer_of: Any, *outputs: str) 
     if all(_same(got.arrays.get(name), layer_of(own)) for name in outputs):
         return Cause("the layer is right for the rows your Embedding returns, but the lookup itself is wrong",
                      "emb_lookup")
+    return None
+
+
+def upstream_positions(got: CheckOutput, expected: np.ndarray, layer_of: Any, *outputs: str) -> Cause | None:
+    """The layer's outputs are right for what the student's own (wrong) PositionalEncoding adds."""
+    own = got.arrays.get("aux_positions")
+    if own is None or own.shape != (1, *expected.shape) or _same(own[0], expected):
+        return None
+    if all(_same(got.arrays.get(name), layer_of(own[0])) for name in outputs):
+        return Cause("the layer adds what your PositionalEncoding returns, and that is wrong", "pe_broadcast")
     return None
 
 
@@ -269,7 +284,8 @@ def layer_defaults(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause
     positions = i["table"][: tok.shape[1]]
     if _same(out, tok * math.sqrt(i["dim"]) + positions):
         return "scale_embeddings defaults to True: its default is False"
-    return _upstream_lookup(got, i, lambda rows: rows + positions, "out")
+    return (_upstream_lookup(got, i, lambda rows: rows + positions, "out")
+            or upstream_positions(got, positions, lambda added: tok + added, "out"))
 
 
 DIAGNOSES: dict[str, Diagnosis] = {f.__name__: f for f in (pe_start_pos, layer_start_pos, emb_large_ids, emb_bad_ids, emb_attrs,

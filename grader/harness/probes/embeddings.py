@@ -13,7 +13,7 @@ import numpy as np
 from . import Inputs, Outputs, Probe
 from .common import as_array, attempt, dyadic, fmt, grad_of, inject, parameters_of, raised, shape_of, tensor_class, token_ids
 from .embeddings_api import PROBES as API_PROBES
-from .embeddings_api import own_lookup
+from .embeddings_api import own_lookup, own_positions
 
 Namespace = dict[str, Any]
 
@@ -357,6 +357,7 @@ def _layer_scale_run(ns: Namespace, i: Inputs) -> Outputs:
         "no_positions": as_array(plain(T(i["tokens"])), "EmbeddingLayer output (pos_encoding=None)"),
         "learned": as_array(learned(T(i["tokens"])), "EmbeddingLayer output (pos_encoding='learned')"),
         "aux_lookup": own_lookup(ns, i),
+        "aux_positions": own_positions(ns, i["table"], i["tokens"].shape[1]),
     }
 
 
