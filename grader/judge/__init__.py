@@ -34,7 +34,9 @@ def judge(spec: CheckSpec, called: str, inputs: dict[str, Any], got: CheckOutput
     """Compare one check's outputs with the reference's and explain any difference."""
     if got.outcome != "ok":
         status = _OUTCOME_STATUS[got.outcome]
-        result = _result(spec, status, _outcome_text(spec, got), called, got.duration_ms)
+        # a target that could not be defined (the host's note) makes this check's hint beside the point
+        hint = not (got.outcome == "error" and got.note)
+        result = _result(spec, status, _outcome_text(spec, got), called, got.duration_ms, hint=hint)
         if got.outcome == "error" and got.error is not None and got.error.message and spec.public:
             result = result.model_copy(update={"student_text": shown(got.error.message)})
         return result
@@ -86,7 +88,7 @@ def _outcome_text(spec: CheckSpec, got: CheckOutput) -> str:
     if got.outcome == "oom":
         return "ran out of memory" + (f": {_raised(got)}" if got.error else "")
     if got.outcome == "error" and got.error is not None:
-        lead = f"{got.note}: the code " if got.note else ""  # the host's own explanation, when it has one
+        lead = f"{got.note}\n" if got.note else ""  # the host's own explanation, when it has one
         return f"{lead}raised {_raised(got)}"
     return one_line(got.note, 400) or "no result"
 

@@ -72,8 +72,11 @@ def judge_draw(values: np.ndarray, limit: float, formula: str) -> Draw:
         problem = f"values reach {top:.4g}, outside the bound ±{limit:.4g} = ±{formula}"
     elif spread < 1e-12:
         problem = f"every value is {float(values.flat[0]):.4g}: draw them at random"
-    elif top < 0.9 * limit or spread < 0.45 * limit:
+    elif top < 0.9 * limit:
         problem = f"values only reach ±{top:.4g} (std {spread:.4g}), far inside the bound ±{limit:.4g} = ±{formula}"
+    elif spread < 0.45 * limit:
+        problem = (f"values cluster near 0: std {spread:.4g}, where a uniform draw on ±{limit:.4g} = ±{formula} "
+                   f"has {limit / math.sqrt(3):.4g}")
     elif distance > threshold:
         problem = (f"the values do not look uniform on [-{limit:.4g}, {limit:.4g}]: their distribution differs "
                    f"from the uniform one by {distance:.3f} (Kolmogorov-Smirnov distance; a random uniform "

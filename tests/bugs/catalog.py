@@ -68,7 +68,7 @@ BUGS = (
         "PositionalEncoding never compares x's last dimension with embed_dim: 1 broadcasts silently."),
     Bug("bug_pe_positions_off_by_one", OLDER,
         (("positions = self.position_embeddings[:seq_len]", "positions = self.position_embeddings[1:seq_len + 1]"),),
-        ("pe_broadcast", "pe_too_long", "pe_grad"), "positions are off by one",
+        ("pe_broadcast", "pe_too_long", "pe_grad", "layer_defaults", "layer_scale"), "positions are off by one",
         "Positions start at row 1; a sequence of max_seq_len then fails inside numpy (one row short)."),
     Bug("bug_layer_sin_no_length_check", OLDER,
         (("            if seq_len > self.max_seq_len:\n                raise ValueError(\n"
@@ -82,7 +82,8 @@ BUGS = (
         ("layer_defaults",), "max_seq_len defaults to 256",
         "EmbeddingLayer's max_seq_len defaults to 256 instead of the course's 512."),
     Bug("bug_layer_sin_not_added", OLDER,
-        (("            h = h + self.pos_encoding[:seq_len]", "            positions = self.pos_encoding[:seq_len]\n            h + positions"),),
+        (("            h = h + self.pos_encoding[:seq_len]",
+          "            positions = self.pos_encoding[:seq_len]\n            h + positions"),),
         ("layer_sin_values_visible", "layer_sin_values"), "the sinusoid table was not added",
         "The sinusoidal mode computes `h + positions` but never assigns it, so no positions are added."),
     Bug("bug_newer_fraction_accepted", NEWER,
@@ -107,7 +108,7 @@ BUGS = (
           "        np.add.at(grad_weight, flat_ids, upstream)  # repeated ids accumulate\n"
           "        counts = np.bincount(flat_ids, minlength=grad_weight.shape[0])\n"
           "        grad_weight /= np.maximum(counts, 1)[:, None]  # mean per token\n"),),
-        ("grad_accumulate",), "mean of its two gradient rows",
+        ("grad_accumulate", "grad_batch_visible", "grad_batch"), "mean of its two gradient rows",
         "Newer generation: backward divides each row by how often its token occurs (a mean, not a sum)."),
     Bug("bug_newer_start_pos_ignored", NEWER,
         (("window = self.position_embeddings[start_pos:start_pos + seq_len]",
