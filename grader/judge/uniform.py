@@ -85,12 +85,11 @@ def judge_draw(values: np.ndarray, limit: float, formula: str) -> Draw:
 
 
 def likely_cause(values: np.ndarray, limit: float, others: dict[str, float]) -> str | None:
-    """A cause tested on the values: a wrong limit formula (one of ``others``), a one-sided or
-    normal draw, or a table of a few repeated values."""
-    top = float(np.abs(values).max())
+    """A cause tested on the values: a uniform draw with a wrong limit (one of ``others``), a
+    one-sided or normal draw, or a table of a few repeated values."""
     for formula, other in others.items():
-        if other * 0.98 <= top <= other * (1 + FLOAT32_SLACK) and abs(other - limit) > 0.02 * limit:
-            return f"the limit is {formula} = {other:.4g} instead of {limit:.4g}"
+        if abs(other - limit) > 0.02 * limit and judge_draw(values, other, formula).problem is None:
+            return f"the values are a uniform draw from ±{formula} = ±{other:.4g}, not ±{limit:.4g}"
     if values.min() >= 0:
         return "every value is >= 0: draw from [-limit, +limit] (np.random.uniform(-limit, limit, shape)), not [0, limit]"
     distinct = np.unique(values).size
