@@ -104,13 +104,11 @@ def attempt(call: Callable[[], Any], what: str) -> np.ndarray | str:
     """The call's result as an array, or a sentence saying why there is none ("raised X", with
     ``FOREIGN`` for numpy's own ValueError): one failing call then costs only its own output."""
     try:
-        value = call()
+        return as_array(call(), what)
+    except ProbeError as e:  # the probe's own sentence (the result is None, not numeric, ...)
+        return str(e)[:500]
     except Exception as e:
         return "raised " + exception_name(e)
-    try:
-        return as_array(value, what)
-    except ProbeError as e:
-        return str(e)
 
 
 def takes_parameter(obj: Any, method: str, name: str) -> bool:
