@@ -170,8 +170,8 @@ def pe_too_long(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
     if at_max == "ValueError":
         return "a sequence of exactly max_seq_len was rejected: compare with >, not >="
     if isinstance(at_max, str) and at_max.startswith("ValueError"):
-        return ("a valid sequence of exactly max_seq_len failed inside numpy (not in your own check): the "
-                "position rows and x do not broadcast; see pe_broadcast")
+        return ("a valid sequence of exactly max_seq_len failed inside numpy, not in your own check: the "
+                "position rows added do not match x's shape (they must be rows 0 .. seq_len-1)")
     if at_max not in ("none", None):
         return f"a valid sequence of exactly max_seq_len raised {at_max}"
     if str(got.facts.get("too_long")).endswith("not from your own check"):
