@@ -65,3 +65,9 @@ def test_an_older_notebook_with_start_pos_on_one_method_is_held_to_the_newer_api
     assert checks["emb_bad_ids"].status == "failed"  # astype(int) accepts 1.5: the newer API rejects it
     assert checks["pe_start_pos"].status == "failed"  # start_pos accepted but ignored
     assert "does not accept start_pos (TypeError)" in checks["layer_start_pos"].message
+
+
+def test_the_submissions_readme_lists_every_bug_notebook_with_its_checks() -> None:
+    readme = (SUBMISSIONS / "README.md").read_text(encoding="utf-8")
+    for bug in BUGS:
+        assert f"| `{bug.name}.ipynb` |" in readme and ", ".join(f"`{c}`" for c in bug.fails) in readme, bug.name
