@@ -276,16 +276,17 @@ def layer_defaults(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause
     if isinstance(rows, list) and len(rows) != 2:
         return (f"EmbeddingLayer(vocab_size, embed_dim) has {len(rows)} parameter tensors: by default "
                 "pos_encoding='learned', which adds a trainable position table")
-    if isinstance(rows, list) and rows[1] != 512:
-        return f"max_seq_len defaults to {rows[1]}: the course's default is 512"
+    positions = [r for r in rows if r != i["vocab"]] if isinstance(rows, list) else []
+    if len(positions) == 1 and positions[0] != 512:
+        return f"max_seq_len defaults to {positions[0]}: the course's default is 512"
     if got.facts.get("sin_513") == "none":
         return "513 tokens were accepted by a sinusoidal layer built with the defaults: max_seq_len defaults to 512"
     out, tok = got.arrays.get("out"), i["weight"][i["tokens"].astype(int)]
-    positions = i["table"][: tok.shape[1]]
-    if _same(out, tok * math.sqrt(i["dim"]) + positions):
+    table = i["table"][: tok.shape[1]]
+    if _same(out, tok * math.sqrt(i["dim"]) + table):
         return "scale_embeddings defaults to True: its default is False"
-    return (_upstream_lookup(got, i, lambda rows: rows + positions, "out")
-            or upstream_positions(got, positions, lambda added: tok + added, "out"))
+    return (_upstream_lookup(got, i, lambda looked_up: looked_up + table, "out")
+            or upstream_positions(got, table, lambda added: tok + added, "out"))
 
 
 DIAGNOSES: dict[str, Diagnosis] = {f.__name__: f for f in (pe_start_pos, layer_start_pos, emb_large_ids, emb_bad_ids, emb_attrs,

@@ -371,7 +371,7 @@ def _layer_defaults_run(ns: Namespace, i: Inputs) -> Outputs:
 
     sinusoidal = Layer(i["vocab"], i["dim"], pos_encoding="sinusoidal")
     return {
-        "param_rows": [int(s[0]) if s else -1 for s in shapes],
+        "param_rows": sorted(int(s[0]) if s else -1 for s in shapes),  # in any order
         "out": attempt(output, "EmbeddingLayer output"),
         "aux_lookup": own_lookup(ns, i),
         "aux_positions": own_positions(ns, i["table"], i["tokens"].shape[1]),
