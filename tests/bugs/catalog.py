@@ -70,12 +70,11 @@ BUGS = (
         (("positions = self.position_embeddings[:seq_len]", "positions = self.position_embeddings[1:seq_len + 1]"),),
         ("pe_broadcast", "pe_too_long", "pe_grad", "layer_defaults", "layer_scale"), "positions are off by one",
         "Positions start at row 1; a sequence of max_seq_len then fails inside numpy (one row short)."),
-    Bug("bug_layer_sin_no_length_check", OLDER,
-        (("            if seq_len > self.max_seq_len:\n                raise ValueError(\n"
-          "                    f\"Sequence length {seq_len} exceeds max_seq_len={self.max_seq_len}\"\n"
-          "                )\n", ""),),
-        ("layer_sin_too_long",), "no length check in the sinusoidal mode",
-        "The sinusoidal mode of EmbeddingLayer has no seq_len > max_seq_len check of its own."),
+    Bug("bug_newer_layer_sin_no_length_check", NEWER,
+        (("            if start_pos + seq_len > self.max_seq_len:\n                raise ValueError(f\"Sequence of {seq_len} "
+          "from {start_pos} exceeds max_seq_len={self.max_seq_len}\")\n", ""),),
+        ("layer_sin_too_long", "layer_start_pos"), "no length check in the sinusoidal mode",
+        "Newer generation: the sinusoidal mode of EmbeddingLayer has no length check; numpy fails instead."),
     Bug("bug_layer_default_max_len", OLDER,
         (("def __init__(self, vocab_size: int, embed_dim: int, max_seq_len: int = 512,",
           "def __init__(self, vocab_size: int, embed_dim: int, max_seq_len: int = 256,"),),
