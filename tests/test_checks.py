@@ -71,3 +71,12 @@ def test_the_submissions_readme_lists_every_bug_notebook_with_its_checks() -> No
     readme = (SUBMISSIONS / "README.md").read_text(encoding="utf-8")
     for bug in BUGS:
         assert f"| `{bug.name}.ipynb` |" in readme and ", ".join(f"`{c}`" for c in bug.fails) in readme, bug.name
+
+
+def test_every_check_added_for_real_bugs_is_failed_by_a_bug_notebook() -> None:
+    from .test_rubric import CONTRACT_IDS, ORIGINAL_IDS
+
+    added = CONTRACT_IDS - ORIGINAL_IDS
+    reworked = {"emb_xavier", "emb_index_error"}  # now also catch a checkerboard table and np.all range checks
+    failed = {check for bug in BUGS for check in bug.fails}
+    assert added | reworked <= failed, sorted((added | reworked) - failed)
