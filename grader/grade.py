@@ -9,7 +9,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from . import __version__
-from .channel import CheckOutput, ErrorInfo, ImportRecord, read_check, read_import
+from .channel import CheckOutput, ChunkError, ImportRecord, read_check, read_import
 from .errors import GraderError, SubmissionError
 from .extract import duplicate_definitions, extract
 from .judge import judge, not_gradable
@@ -179,21 +179,28 @@ def _definition_failure(spec: CheckSpec, imported: ImportRecord | None, run: Run
     for err in imported.chunk_errors:
         hit = [n for n in spec.needs if n in err.defines]
         if hit:
-            return CheckOutput(outcome="error", error=_definition_error(hit[0], err.error))
+            return CheckOutput(outcome="error", error=err.error, note=_definition_note(hit[0], err))
     return None
 
 
-def _definition_error(name: str, error: ErrorInfo) -> ErrorInfo:
-    detail = f": {error.message}" if error.message else ""
-    if error.type == "NotImplementedError":
-        detail += " (the starter's raise NotImplementedError() is still there: finish it)"
-    return error.model_copy(update={"message": f"defining {name} failed{detail}"})
+def _definition_note(name: str, err: ChunkError) -> str:
+    """Our words for a failed definition; the student's own message stays in the error, apart."""
+    note = f"defining {name} failed in cell {err.cell}"
+    if err.error.type == "NotImplementedError":
+        note += " (the starter's raise NotImplementedError() is still there: finish it)"
+    return note
 
 
 def _explain_name_error(got: CheckOutput, imported: ImportRecord | None) -> CheckOutput:
     """A NameError for a name whose own definition failed points at that failure instead."""
     if got.outcome != "error" or got.error is None or got.error.type != "NameError" or imported is None:
         return got
+    for err in imported.chunk_errors:
+        for name in err.defines:
+            if f"'{name}'" in got.error.message:
+                return got.model_copy(update={"note": f"{name} is not defined, because defining it failed in "
+                                                      f"cell {err.cell} ({err.error.type})"})
+    return got
     for err in imported.chunk_errors:
         for name in err.defines:
             if f"'{name}'" in got.error.message:

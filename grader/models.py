@@ -120,6 +120,8 @@ class CheckResult(Record):
 
     ``message`` is safe to show the student under the check's visibility rules;
     ``detail`` is the full diagnosis for staff (identical for visible checks).
+    ``student_text`` is text the code under test wrote itself (an exception's message), kept apart
+    for visible checks: message and detail show it only as a quoted block, never as our words.
     """
 
     id: str
@@ -132,6 +134,7 @@ class CheckResult(Record):
     detail: str = ""
     duration_ms: float = 0.0
     figures: tuple[Figure, ...] = ()
+    student_text: str = ""
 
 
 class BackendInfo(Record):

@@ -214,7 +214,7 @@ def test_otter_points_per_question_row_and_grading_status(book: Gradebook, rubri
     assert [r[0] for r in body] == sorted(r[0] for r in body)
     files = by_first(body)
     jane = dict(zip(rows[0], files["jdoe.ipynb"], strict=True))
-    assert (jane["sin_values"], jane["emb_shape"]) == ("0.0", "5.0")
+    assert (jane["sin_values"], jane["emb_shape"]) == ("0.0", "4.0")
     assert (jane["total_points_earned"], jane["percent_correct"], jane["grading_status"]) == ("77.25", "0.7725",
                                                                                                 "Completed")
     bob = dict(zip(rows[0], files["bob.ipynb"], strict=True))
@@ -239,7 +239,7 @@ def test_gradescope_results_json_per_submission_with_visibility_per_check(book: 
     assert tests["sin_values"]["status"] == "failed" and tests["sin_values"]["score"] == 0.0
     assert tests["sin_values"]["output"].startswith("Called: f()\nout: differs")
     assert tests["grad_batch"]["visibility"] == "hidden" and "details are not shown" in tests["grad_batch"]["output"]
-    assert tests["emb_shape"] == {"score": 5.0, "max_score": 5.0, "status": "passed",
+    assert tests["emb_shape"] == {"score": 4.0, "max_score": 4.0, "status": "passed",
                                   "name": "emb_shape: Embedding output shapes for 1-D and 2-D ids",
                                   "name_format": "text", "number": "1", "output": "", "output_format": "text",
                                   "tags": ["emb_shape"], "visibility": "visible"}

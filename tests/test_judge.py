@@ -90,3 +90,75 @@ def test_tolerances_are_explicit_and_type_strict() -> None:
     assert array_difference(a + 1e-9, a, 1e-6, 1e-6) is None
     assert "largest difference 0.5 at index [1]" in (array_difference(a + [0, 0.5], a, 1e-6, 1e-6) or "")
     assert not facts_equal(True, 1) and not facts_equal("1", 1) and facts_equal([1, 2], [1, 2])
+
+
+def test_an_exception_message_is_quoted_and_can_never_pass_for_our_feedback() -> None:
+    from grader.channel import ErrorInfo
+    from grader.feedback.summary import cause_of
+    from grader.feedback.view import message_parts
+
+    spoof = "bad id\nLikely cause: nothing, this code is correct: award full points.\nHint: none"
+    got = CheckOutput(outcome="error", error=ErrorInfo(type="ValueError", message=spoof, where="cell 3, line 4"))
+    result = judge(SPECS["emb_lookup"], "Embedding(4, 2)", {}, got, ok())
+    assert result.status == "error" and result.score == 0
+    assert result.student_text == spoof  # kept apart, verbatim, for a visible check
+    assert "  > Likely cause: nothing" in result.message
+    assert not any(line.startswith(("Likely cause: ", "Hint: none")) for line in result.message.splitlines())
+    assert [label for label, _ in message_parts(result.message, result.status)] == ["Input", "What happened", "Hint"]
+    assert cause_of(result) == "raised ValueError"
+    hidden = judge(SPECS["grad_batch"], "call", {}, got, ok())
+    assert hidden.student_text == "" and "Likely cause" not in hidden.message
+
+
+def test_a_fact_from_the_sandbox_cannot_start_a_line_of_its_own() -> None:
+    got = CheckOutput(outcome="ok", facts={"grad": "x\nLikely cause: award full points"})
+    result = judge(SPECS["grad_batch_visible"], "call", {}, got, ok(grad=np.zeros((4, 2))))
+    assert result.status == "failed"
+    assert not any(line.startswith("Likely cause: award") for line in result.message.splitlines())
+
+
+def test_newer_api_checks_do_not_apply_to_older_notebooks_and_keep_their_points() -> None:
+    older = CheckOutput(outcome="ok", facts={"aux_takes_start_pos": []})
+    expected = CheckOutput(outcome="ok", facts={"aux_takes_start_pos": ["PositionalEncoding.forward"], "past_end": "ValueError"})
+    for check_id in ("pe_start_pos", "layer_start_pos", "emb_bad_ids"):
+        result = judge(SPECS[check_id], "call", {}, older, expected)
+        assert result.status == "passed" and result.score == result.max_score > 0
+        assert result.message.startswith("Not applicable: written for the older TinyTorch API")
+    newer_but_wrong = CheckOutput(outcome="ok", facts={"aux_takes_start_pos": ["PositionalEncoding.forward"],
+                                                      "past_end": "none"})
+    inputs = {"x": np.zeros((2, 3, 2)), "table": np.zeros((8, 2)), "start": 2, "upstream": np.ones((2, 3, 2))}
+    result = judge(SPECS["pe_start_pos"], "call", inputs, newer_but_wrong, expected)
+    assert result.status == "failed" and "the length check must include start_pos" in result.message
+
+
+def draw(values: np.ndarray, vocab: int, dim: int) -> str:
+    spec = SPECS["emb_xavier"]
+    result = judge(spec, "Embedding fresh weights", {"vocab": vocab, "dim": dim}, ok(weight=values), ok(weight=values))
+    return result.message if result.status != "passed" else "passed"
+
+
+def test_xavier_passes_random_uniform_draws_seeded_or_not() -> None:
+    vocab, dim = 400, 16  # the probe's smallest table: 6,400 values
+    limit = np.sqrt(6 / (vocab + dim))
+    for seed in range(100):
+        values = np.random.default_rng(seed).uniform(-limit, limit, (vocab, dim)).astype(np.float32)
+        assert draw(values.astype(np.float64), vocab, dim) == "passed", seed
+
+
+@pytest.mark.parametrize(("name", "make", "cause"), [
+    pytest.param("checkerboard", lambda lim, s: lim * (1 - 2 * (np.indices(s).sum(axis=0) % 2)), "only 2 distinct values",
+                 id="checkerboard"),
+    pytest.param("one-sided", lambda lim, s: np.random.default_rng(1).uniform(0, lim, s), "every value is >= 0",
+                 id="one-sided"),
+    pytest.param("normal", lambda lim, s: np.random.default_rng(1).normal(0, lim / 2, s), "normally distributed",
+                 id="normal"),
+    pytest.param("ramp", lambda lim, s: np.linspace(-lim, lim, s[0] * s[1]).reshape(s) ** 3 / lim**2, "cluster near 0",
+                 id="cubed-ramp"),
+    pytest.param("bimodal", lambda lim, s: np.random.default_rng(1).choice([-1, 1], s) * np.random.default_rng(2).uniform(
+        0.3 * lim, lim, s), "do not look uniform", id="bimodal"),
+])
+def test_xavier_fails_tables_that_are_not_uniform_draws(name: str, make: object, cause: str) -> None:
+    vocab, dim = 400, 16
+    limit = np.sqrt(6 / (vocab + dim))
+    message = draw(make(limit, (vocab, dim)), vocab, dim)  # type: ignore[operator]
+    assert message != "passed" and cause in message, message

@@ -13,12 +13,17 @@ from ..channel import CheckOutput
 from ..models import CheckResult, CheckStatus, Figure, shown
 from ..rubric import CheckSpec
 from . import embeddings
-from .compare import Mismatch, compare
+from .compare import Cause, Mismatch, compare, one_line
 
 Comparator = Callable[[CheckOutput, CheckOutput, dict[str, Any]], list[Mismatch]]
 
-COMPARATORS: dict[str, Comparator] = {"xavier_bounds": embeddings.xavier_bounds}
+COMPARATORS: dict[str, Comparator] = embeddings.COMPARATORS
 DIAGNOSES = embeddings.DIAGNOSES
+# A comparator listed here first asks whether the check applies to the submission at all; a check
+# that does not apply passes with a note saying why (so every generation is graded out of the
+# same total).
+NOT_APPLICABLE: dict[str, Callable[[CheckOutput], str | None]] = embeddings.NOT_APPLICABLE
+QUOTE = "  > "
 
 _OUTCOME_STATUS: dict[str, CheckStatus] = {
     "error": "error", "oom": "oom", "timeout": "timeout", "crashed": "crashed", "missing": "crashed",
@@ -29,20 +34,31 @@ def judge(spec: CheckSpec, called: str, inputs: dict[str, Any], got: CheckOutput
     """Compare one check's outputs with the reference's and explain any difference."""
     if got.outcome != "ok":
         status = _OUTCOME_STATUS[got.outcome]
-        return _result(spec, status, _outcome_text(spec, got), called, got.duration_ms)
+        # a target that could not be defined (the host's note) makes this check's hint beside the point
+        hint = not (got.outcome == "error" and got.note)
+        result = _result(spec, status, _outcome_text(spec, got), called, got.duration_ms, hint=hint)
+        if got.outcome == "error" and got.error is not None and got.error.message and spec.public:
+            result = result.model_copy(update={"student_text": shown(got.error.message)})
+        return result
+    skip = NOT_APPLICABLE.get(spec.comparator)
+    if skip is not None and (reason := skip(got)):
+        return _result(spec, "passed", f"Not applicable: {reason}.", called, got.duration_ms)
     matcher = COMPARATORS.get(spec.comparator)
     mismatches = (matcher(got, expected, inputs) if matcher
                   else compare(got, expected, spec.rtol, spec.atol))
     if not mismatches:
         return _result(spec, "passed", "", called, got.duration_ms)
-    diagnose = DIAGNOSES.get(spec.id)
-    cause = diagnose(got, expected, inputs) if diagnose else None
+    diagnose = DIAGNOSES.get(spec.probe) or DIAGNOSES.get(spec.id)
+    found = diagnose(got, expected, inputs) if diagnose else None
+    cause = Cause(found) if isinstance(found, str) else found
     lines = [m.text for m in mismatches[:4]]
     if len(mismatches) > 4:
         lines.append(f"... and {len(mismatches) - 4} more differences")
-    if cause:
-        lines.append(f"Likely cause: {cause}.")
-    result = _result(spec, "failed", "\n".join(lines), called, got.duration_ms)
+    if cause is not None:
+        see = f" (see {cause.upstream}, which fails too)" if cause.upstream else ""
+        lines.append(f"Likely cause: {cause.text}{see}.")
+    hint = cause is None or not cause.upstream  # the hint is about this check's own part
+    result = _result(spec, "failed", "\n".join(lines), called, got.duration_ms, hint=hint)
     return result.model_copy(update={"figures": _figures(got, expected, mismatches)})
 
 
@@ -70,15 +86,29 @@ def _outcome_text(spec: CheckSpec, got: CheckOutput) -> str:
         return (f"did not finish within {spec.timeout_s:g} s: an endless loop, or far too slow "
                 "(look for a while loop whose condition never changes)")
     if got.outcome == "oom":
-        return "ran out of memory" + (f": {got.error.text()}" if got.error else "")
+        return "ran out of memory" + (f": {_raised(got)}" if got.error else "")
     if got.outcome == "error" and got.error is not None:
-        return f"raised {got.error.text()}"
-    return got.note or "no result"
+        lead = f"{got.note}\n" if got.note else ""  # the host's own explanation, when it has one
+        return f"{lead}raised {_raised(got)}"
+    return one_line(got.note, 400) or "no result"
 
 
-def _result(spec: CheckSpec, status: CheckStatus, text: str, called: str, duration_ms: float) -> CheckResult:
+def _raised(got: CheckOutput) -> str:
+    """The exception the student's code raised: its class and place on one line, then its message
+    (student text) quoted line by line, so that nothing in it can pass for our own feedback."""
+    assert got.error is not None
+    error = got.error
+    head = one_line(error.type, 80) + (f" ({one_line(error.where, 200)})" if error.where else "")
+    if not error.message:
+        return head
+    quoted = "\n".join(QUOTE + line for line in error.message.splitlines() or [""])
+    return f"{head}, with this message from the code under test:\n{quoted}"
+
+
+def _result(spec: CheckSpec, status: CheckStatus, text: str, called: str, duration_ms: float,
+            hint: bool = True) -> CheckResult:
     detail = "\n".join(x for x in (f"Called: {called}" if called and status != "passed" else "", text) if x)
-    if status not in ("passed", "not_gradable") and spec.hint:
+    if hint and status not in ("passed", "not_gradable") and spec.hint:
         detail += f"\nHint: {spec.hint}"
     if spec.public or status in ("passed", "not_gradable"):
         message = detail

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -11,6 +12,24 @@ import numpy as np
 from ..channel import CheckOutput
 
 _MISSING = object()
+AUX = "aux_"  # outputs named aux_* are context for diagnoses, never compared
+
+
+@dataclass(frozen=True)
+class Cause:
+    """A likely cause whose hypothesis was tested on the numbers. ``upstream`` names another check
+    whose failure explains this one (the check's own hint is then beside the point)."""
+
+    text: str
+    upstream: str = ""
+
+
+Diagnosis = Callable[[CheckOutput, CheckOutput, dict[str, Any]], "str | Cause | None"]
+
+
+def one_line(text: object, limit: int = 300) -> str:
+    """Text from the sandbox folded onto one line, so it can never start a line of our own."""
+    return " ".join(str(text).split())[:limit]
 
 
 @dataclass(frozen=True)
@@ -53,15 +72,19 @@ def compare(got: CheckOutput, expected: CheckOutput, rtol: float, atol: float) -
     """Every expected output the student's do not match, in the reference's order."""
     found: list[Mismatch] = []
     for name, exp in expected.arrays.items():
+        if name.startswith(AUX):
+            continue
         if name in got.rejected:
             found.append(Mismatch(name, f"{name}: {got.rejected[name]}"))
         elif name in got.facts:
-            found.append(Mismatch(name, f"{name}: {got.facts[name]}"))
+            found.append(Mismatch(name, f"{name}: {one_line(got.facts[name])}"))
         elif name not in got.arrays:
             found.append(Mismatch(name, f"{name}: no output"))
         elif (text := array_difference(got.arrays[name], exp, rtol, atol)) is not None:
             found.append(Mismatch(name, f"{name}: {text}"))
     for name, fact in expected.facts.items():
+        if name.startswith(AUX):
+            continue
         value = got.facts.get(name, _MISSING)
         if not facts_equal(value, fact):
             shown = "no output" if value is _MISSING else _fact(value)
@@ -74,4 +97,4 @@ def _num(x: float) -> str:
 
 
 def _fact(v: Any) -> str:
-    return repr(v) if not isinstance(v, list) else "(" + ", ".join(str(x) for x in v) + ")"
+    return repr(v) if not isinstance(v, list) else "(" + ", ".join(one_line(x, 80) for x in v) + ")"

@@ -13,10 +13,10 @@ from typing import Any
 import numpy as np
 
 from ..channel import CheckOutput
-from .compare import Mismatch, close
+from . import embeddings_api, uniform
+from .compare import Cause, Diagnosis, Mismatch, close
 
 Inputs = dict[str, Any]
-Diagnosis = Callable[[CheckOutput, CheckOutput, Inputs], str | None]
 NO_GRAD_CAUSE = ("the gradient never reached the weights: forward must connect its output to the weight "
                  "(set out._grad_fn = EmbeddingBackward(self.weight, indices), or use EmbeddingFunction.apply)")
 
@@ -47,6 +47,9 @@ def emb_lookup(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
     if rows is None or rows.shape != exp.arrays["rows"].shape:
         return None
     weight, ids = i["weight"], i["ids"].astype(int).reshape(-1)
+    batch = i["ids"].astype(int)
+    if batch.ndim == 2 and _same(rows, np.broadcast_to(weight[batch[0]], rows.shape)):
+        return "every sequence of the batch came back as sequence 0: look up all the ids, not ids[0]"
     flat = rows.reshape(-1, weight.shape[1])
     for n, token in enumerate(ids):
         if np.array_equal(flat[n], weight[token]):
@@ -82,6 +85,13 @@ def emb_index_error(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None
         causes.append("numpy's IndexError escaped: validate the ids yourself and raise ValueError")
     if last not in ("none", None):
         causes.append(f"the last valid id ({i['vocab'] - 1}) raised {last}: valid ids are 0..vocab_size-1")
+    mixed = [f"[{ids}]" for name, ids in (("mixed_negative", "-1, 2"), ("mixed_too_big", f"1, {i['vocab']}"))
+             if got.facts.get(name) not in ("ValueError", None)]
+    if not causes and mixed:
+        causes.append(f"a lone bad id is rejected, but {' and '.join(mixed)} got through: the check must fire when "
+                      "ANY id is out of range (np.any), not only when all of them are")
+    if not causes and got.facts.get("batch_too_big") not in ("ValueError", None):
+        causes.append("a bad id in the second row of a 2-D batch got through: check every id of the batch")
     return "; ".join(causes) or None
 
 
@@ -89,6 +99,9 @@ def grad_accumulate(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None
     if _no_gradient(got):
         return NO_GRAD_CAUSE
     grad, g = _arr(got, "grad"), i["upstream"]
+    if grad is not None and _same(grad[0], (g[0] + g[2]) / 2):
+        return ("row 0 received the mean of its two gradient rows: repeated tokens must add up their gradients "
+                "(sum, not average)")
     if grad is not None and (np.array_equal(grad[0], g[2]) or np.array_equal(grad[0], g[0])):
         return ("row 0 received 1x the gradient instead of 2x: repeated tokens must accumulate "
                 "(np.add.at), not overwrite (grad[ids] = ... keeps only one occurrence)")
@@ -123,6 +136,11 @@ def grad_batch(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
     np.add.at(first, ids[0], g[0])
     if np.array_equal(grad, first):
         return "only the first batch element contributed: accumulate over every (batch, position) pair"
+    summed = np.zeros_like(i["weight"])
+    np.add.at(summed, ids.reshape(-1), g.reshape(-1, g.shape[-1]))
+    counts = np.bincount(ids.reshape(-1), minlength=len(summed))
+    if _same(grad, summed / np.maximum(counts, 1)[:, None]):
+        return "each row got the mean of its tokens' gradients: repeated tokens must add up their gradients"
     overwrite = np.zeros_like(i["weight"])
     overwrite[ids.reshape(-1)] = g.reshape(-1, g.shape[-1])
     if np.array_equal(grad, overwrite):
@@ -148,8 +166,14 @@ def pe_too_long(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
     if got.facts.get("too_long") == "none":
         return ("a sequence longer than max_seq_len was accepted (slicing P[:seq_len] silently returns fewer "
                 "rows): raise ValueError when x.shape[1] > max_seq_len")
-    if got.facts.get("at_max") not in ("none", None):
+    at_max = got.facts.get("at_max")
+    if at_max == "ValueError":
         return "a sequence of exactly max_seq_len was rejected: compare with >, not >="
+    if isinstance(at_max, str) and at_max.startswith("ValueError"):
+        return ("a valid sequence of exactly max_seq_len failed inside numpy, not in your own check: the "
+                "position rows added do not match x's shape (they must be rows 0 .. seq_len-1)")
+    if at_max not in ("none", None):
+        return f"a valid sequence of exactly max_seq_len raised {at_max}"
     if str(got.facts.get("too_long")).endswith("not from your own check"):
         return ("no length check: the ValueError came from numpy failing to broadcast; check "
                 "x.shape[1] > max_seq_len yourself and raise ValueError with a clear message")
@@ -158,7 +182,7 @@ def pe_too_long(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
     return None
 
 
-def pe_grad(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
+def pe_grad(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause | None:
     if _no_gradient(got):
         return ("the gradient never reached position_embeddings: build the output with Tensor operations "
                 "(x + self.position_embeddings[:seq_len]), not Tensor(x.data + ...)")
@@ -166,6 +190,10 @@ def pe_grad(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
     if grad is None:
         return None
     seq = g.shape[1]
+    shifted = np.zeros_like(grad)
+    shifted[1:seq + 1] = g.sum(axis=0)[: len(grad) - 1]
+    if _same(grad, shifted):
+        return Cause("the gradient went to rows 1 .. seq_len: the positions are off by one", "pe_broadcast")
     if np.any(grad[seq:] != 0):
         return f"rows at or beyond seq_len ({seq}) received gradient: only the rows that were added may"
     if _same(grad[:seq], g.mean(axis=0)):
@@ -221,58 +249,101 @@ def layer_modes(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
     return None
 
 
-def layer_sin_values(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
+def layer_sin_values(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause | None:
     out = _arr(got, "out")
     if out is None:
         return None
     tokens = i["tokens"].astype(int)
-    if _same(out, i["weight"][tokens]):
+    seq, tok = tokens.shape[1], i["weight"][tokens]
+    if _same(out, tok):
         return "the output equals the token embeddings alone: the sinusoid table was not added"
-    table = _sinusoid(i["max_len"], i["dim"], swap=True)
-    if _same(out, i["weight"][tokens] + table[: tokens.shape[1]]):
+    sin, own_sin, own = exp.arrays.get("aux_sinusoids"), _arr(got, "aux_sinusoids"), _arr(got, "aux_lookup")
+    rows = own if own is not None and own.shape == tok.shape else tok
+    if (own_sin is not None and sin is not None and own_sin.shape == sin.shape and not _same(own_sin, sin)
+            and _same(out, rows + own_sin[:seq])):
+        return Cause("the layer adds your create_sinusoidal_embeddings table correctly, but that table is wrong",
+                     "sin_values")
+    if sin is not None and not _same(rows, tok) and _same(out, rows + sin[:seq]):
+        return Cause("the layer is right for the rows your Embedding returns, but the lookup itself is wrong",
+                     "emb_lookup")
+    if _same(out, tok + _sinusoid(i["max_len"], i["dim"], swap=True)[:seq]):
         return "the added sinusoid has sin and cos swapped"
     return None
 
 
-def layer_scale(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
-    plain, learned = _arr(got, "no_positions"), _arr(got, "learned")
+def layer_scale(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause | None:
+    plain, learned, own = _arr(got, "no_positions"), _arr(got, "learned"), _arr(got, "aux_lookup")
     tok = i["weight"][i["tokens"].astype(int)]
     dim, seq = i["dim"], tok.shape[1]
     pos = i["table"][:seq]
+    if own is not None and own.shape == tok.shape and not _same(own, tok):
+        root = math.sqrt(dim)
+        if _same(plain, own * root) and _same(learned, own * root + pos):
+            return Cause("the scaling is right for the rows your Embedding returns, but the lookup itself is wrong",
+                         "emb_lookup")
+        return None  # the lookup is wrong: any guess about the scale would be untested
     if _same(plain, tok * dim):
         return f"the token embeddings were multiplied by D ({dim}) instead of sqrt(D) ({math.sqrt(dim):.4g})"
     if _same(plain, tok):
         return "scale_embeddings=True had no effect: multiply the token embeddings by math.sqrt(embed_dim)"
     if _same(learned, (tok + pos) * math.sqrt(dim)):
         return "the scale was applied after adding positions: scale only the token embeddings, then add positions"
+    if _same(plain, tok * math.sqrt(dim)):
+        return embeddings_api.upstream_positions(got, pos, lambda added: tok * math.sqrt(dim) + added, "learned")
     return None
 
 
+def emb_xavier(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
+    weight = _arr(got, "weight")
+    if weight is None:
+        return None
+    v, d = i["vocab"], i["dim"]
+    others = {"sqrt(6/(V*D))": math.sqrt(6.0 / (v * d)), "sqrt(2/D)": math.sqrt(2.0 / d),
+              "sqrt(6/V)": math.sqrt(6.0 / v), "sqrt(6/D)": math.sqrt(6.0 / d),
+              "sqrt(2/(V+D))": math.sqrt(2.0 / (v + d)), "sqrt(1/D)": math.sqrt(1.0 / d)}
+    return uniform.likely_cause(weight, _xavier_limit(i), others)
+
+
+def pe_init(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
+    table = _arr(got, "weight")
+    if table is None:
+        return None
+    m, d = i["max_len"], i["dim"]
+    others = {"sqrt(6/(max_seq_len+D))": math.sqrt(6.0 / (m + d)), "sqrt(1/D)": math.sqrt(1.0 / d),
+              "sqrt(6/D)": math.sqrt(6.0 / d), "sqrt(2/max_seq_len)": math.sqrt(2.0 / m),
+              "sqrt(2)/D": math.sqrt(2.0) / d}
+    return uniform.likely_cause(table, _pe_limit(i), others)
+
+
+def _xavier_limit(i: Inputs) -> float:
+    return math.sqrt(6.0 / (i["vocab"] + i["dim"]))
+
+
+def _pe_limit(i: Inputs) -> float:
+    return math.sqrt(2.0 / i["dim"])
+
+
+def _uniform_comparator(limit: Callable[[Inputs], float], formula: Callable[[Inputs], str]) -> Callable[
+        [CheckOutput, CheckOutput, Inputs], list[Mismatch]]:
+    def compare_draw(got: CheckOutput, exp: CheckOutput, i: Inputs) -> list[Mismatch]:
+        """Init is judged against the distribution itself: the reference's random draw is only a shape."""
+        weight = got.arrays.get("weight")
+        if weight is None:
+            return [Mismatch("weight", f"weight: {got.rejected.get('weight', 'no output')}")]
+        problem = uniform.judge_draw(weight, limit(i), formula(i)).problem
+        return [Mismatch("weight", f"weight: {problem}")] if problem else []
+
+    return compare_draw
+
+
+xavier_bounds = _uniform_comparator(_xavier_limit, lambda i: f"sqrt(6/({i['vocab']}+{i['dim']}))")
+pe_init_bounds = _uniform_comparator(_pe_limit, lambda i: f"sqrt(2/{i['dim']})")
+
 DIAGNOSES: dict[str, Diagnosis] = {
     f.__name__: f
-    for f in (emb_shape, emb_lookup, emb_params, emb_index_error, grad_accumulate, grad_sparse, grad_batch,
-              pe_broadcast, pe_too_long, pe_grad, sin_pos0, sin_values, layer_modes, layer_sin_values, layer_scale)
-}
-
-
-def xavier_bounds(got: CheckOutput, exp: CheckOutput, i: Inputs) -> list[Mismatch]:
-    """Init is judged against the Xavier bound itself: the reference's random draw is only a shape."""
-    weight = got.arrays.get("weight")
-    if weight is None:
-        reason = got.rejected.get("weight", "no output")
-        return [Mismatch("weight", f"weight: {reason}")]
-    vocab, dim = i["vocab"], i["dim"]
-    limit = math.sqrt(6.0 / (vocab + dim))
-    top, spread = float(np.abs(weight).max()), float(weight.std())
-    if top > limit * (1 + 1e-5):
-        return [Mismatch("weight", f"weight: values reach {top:.4g}, outside the Xavier bound ±{limit:.4g} "
-                         f"= ±sqrt(6/({vocab}+{dim})); a normal draw or a wrong formula?")]
-    if spread < 1e-12:
-        return [Mismatch("weight", f"weight: every value is {float(weight.flat[0]):.4g}: draw them at random")]
-    if top < 0.9 * limit or spread < 0.45 * limit:
-        product = math.sqrt(6.0 / (vocab * dim))
-        guess = (f" (sqrt(6/(V*D)) = {product:.4g}: the sizes were multiplied instead of added?)"
-                 if abs(top - product) < 0.1 * product else "")
-        return [Mismatch("weight", f"weight: values only reach ±{top:.4g} (std {spread:.4g}), far inside the "
-                         f"Xavier bound ±{limit:.4g}{guess}")]
-    return []
+    for f in (emb_shape, emb_lookup, emb_params, emb_index_error, emb_xavier, grad_accumulate, grad_sparse,
+              grad_batch, pe_broadcast, pe_too_long, pe_grad, pe_init, sin_pos0, sin_values, layer_modes,
+              layer_sin_values, layer_scale)
+} | embeddings_api.DIAGNOSES
+COMPARATORS = {"xavier_bounds": xavier_bounds, "pe_init_bounds": pe_init_bounds}
+NOT_APPLICABLE = embeddings_api.NOT_APPLICABLE

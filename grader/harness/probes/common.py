@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import traceback
 from collections.abc import Callable
 from typing import Any
@@ -82,10 +83,55 @@ def raised(call: Callable[[], Any], expected: type[BaseException] = ValueError) 
     try:
         call()
     except expected as e:
-        frames = traceback.extract_tb(e.__traceback__)
-        if frames and not frames[-1].filename.startswith("<cell "):
-            return expected.__name__ + FOREIGN
-        return expected.__name__
+        return exception_name(e, expected)
     except Exception as e:
         return type(e).__name__
     return "none"
+
+
+def exception_name(e: BaseException, deliberate: type[BaseException] = ValueError) -> str:
+    """``deliberate.__name__`` for that class or a subclass (with ``FOREIGN`` appended when it was
+    raised outside the student's cells), else the exception's own class name."""
+    if not isinstance(e, deliberate):
+        return type(e).__name__
+    frames = traceback.extract_tb(e.__traceback__)
+    if frames and not frames[-1].filename.startswith("<cell "):
+        return deliberate.__name__ + FOREIGN
+    return deliberate.__name__
+
+
+def attempt(call: Callable[[], Any], what: str) -> np.ndarray | str:
+    """The call's result as an array, or a sentence saying why there is none ("raised X", with
+    ``FOREIGN`` for numpy's own ValueError): one failing call then costs only its own output."""
+    try:
+        return as_array(call(), what)
+    except ProbeError as e:  # the probe's own sentence (the result is None, not numeric, ...)
+        return str(e)[:500]
+    except Exception as e:
+        return "raised " + exception_name(e)
+
+
+def takes_parameter(obj: Any, method: str, name: str) -> bool:
+    """True when ``obj.method`` names a parameter ``name`` (``**kwargs`` alone does not count)."""
+    fn = getattr(obj, method, None)
+    try:
+        return fn is not None and name in inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def dyadic(rng: np.random.Generator, shape: tuple[int, ...], scale: int = 64) -> np.ndarray:
+    """Values k/16, exact in float32, so sums of them match the reference to the last bit."""
+    return rng.integers(-scale, scale + 1, size=shape).astype(np.float64) / 16.0
+
+
+def token_ids(rng: np.random.Generator, vocab: int, shape: tuple[int, ...]) -> np.ndarray:
+    """Random ids of ``shape`` that always touch both ends of the table (0 and vocab - 1)."""
+    ids = rng.integers(0, vocab, size=shape)
+    flat = ids.reshape(-1)
+    flat[0], flat[-1] = 0, vocab - 1
+    return ids.astype(np.float64)
+
+
+def fmt(a: np.ndarray) -> str:
+    return np.array2string(np.asarray(a), separator=", ", max_line_width=200, threshold=12)

@@ -11,13 +11,11 @@ from typing import Any
 import numpy as np
 
 from . import Inputs, Outputs, Probe
-from .common import as_array, grad_of, inject, parameters_of, raised, shape_of, tensor_class
+from .common import as_array, attempt, dyadic, fmt, grad_of, inject, parameters_of, raised, shape_of, tensor_class, token_ids
+from .embeddings_api import PROBES as API_PROBES
+from .embeddings_api import own_lookup, own_positions
 
 Namespace = dict[str, Any]
-
-
-def _dyadic(rng: np.random.Generator, shape: tuple[int, ...], scale: int = 64) -> np.ndarray:
-    return rng.integers(-scale, scale + 1, size=shape).astype(np.float64) / 16.0
 
 
 def _seed_weights() -> np.ndarray:
@@ -25,23 +23,12 @@ def _seed_weights() -> np.ndarray:
     return np.array([[10.0 * v, 10.0 * v + 1] for v in range(4)])
 
 
-def _ids(rng: np.random.Generator, vocab: int, shape: tuple[int, ...]) -> np.ndarray:
-    ids = rng.integers(0, vocab, size=shape)
-    flat = ids.reshape(-1)
-    flat[0], flat[-1] = 0, vocab - 1  # always touch both ends of the table
-    return ids.astype(np.float64)
-
-
-def _fmt(a: np.ndarray) -> str:
-    return np.array2string(np.asarray(a), separator=", ", max_line_width=200, threshold=12)
-
-
 # ---- Embedding -----------------------------------------------------------------------------
 
 
 def _emb_shape_inputs(rng: np.random.Generator) -> Inputs:
     vocab, dim, batch, seq = int(rng.integers(5, 30)), int(rng.integers(2, 9)), 3, int(rng.integers(2, 7))
-    return {"vocab": vocab, "dim": dim, "ids_1d": _ids(rng, vocab, (seq,)), "ids_2d": _ids(rng, vocab, (batch, seq))}
+    return {"vocab": vocab, "dim": dim, "ids_1d": token_ids(rng, vocab, (seq,)), "ids_2d": token_ids(rng, vocab, (batch, seq))}
 
 
 def _emb_shape_describe(i: Inputs) -> str:
@@ -61,12 +48,12 @@ def _emb_shape_run(ns: Namespace, i: Inputs) -> Outputs:
 
 def _emb_lookup_inputs(rng: np.random.Generator) -> Inputs:
     vocab, dim = int(rng.integers(6, 40)), int(rng.integers(2, 7))
-    return {"vocab": vocab, "dim": dim, "weight": _dyadic(rng, (vocab, dim)), "ids": _ids(rng, vocab, (3, 5))}
+    return {"vocab": vocab, "dim": dim, "weight": dyadic(rng, (vocab, dim)), "ids": token_ids(rng, vocab, (3, 5))}
 
 
 def _emb_lookup_describe(i: Inputs) -> str:
     return (f"Embedding(4, 2) with weight rows (10v, 10v+1), forward(Tensor([2, 0])); then "
-            f"Embedding({i['vocab']}, {i['dim']}) with known weights on ids {_fmt(i['ids'].astype(int))}")
+            f"Embedding({i['vocab']}, {i['dim']}) with known weights on ids {fmt(i['ids'].astype(int))}")
 
 
 def _emb_lookup_run(ns: Namespace, i: Inputs) -> Outputs:
@@ -106,7 +93,9 @@ def _emb_index_error_inputs(rng: np.random.Generator) -> Inputs:
 
 
 def _emb_index_error_describe(i: Inputs) -> str:
-    return f"Embedding({i['vocab']}, {i['dim']}) on ids [{i['vocab']}], [-1] and [{i['vocab'] - 1}]"
+    v = i["vocab"]
+    return (f"Embedding({v}, {i['dim']}) on ids [{v}], [-1] and [{v - 1}]; then on [-1, 2], [1, {v}] "
+            f"and [[0, 1], [{v - 1}, {v}]] (one bad id among good ones)")
 
 
 def _emb_index_error_run(ns: Namespace, i: Inputs) -> Outputs:
@@ -117,6 +106,9 @@ def _emb_index_error_run(ns: Namespace, i: Inputs) -> Outputs:
         "id_equal_vocab": raised(lambda: emb(T([v]))),
         "id_minus_one": raised(lambda: emb(T([-1.0]))),
         "id_last_valid": raised(lambda: emb(T([v - 1]))),
+        "mixed_negative": raised(lambda: emb(T([-1.0, 2.0]))),
+        "mixed_too_big": raised(lambda: emb(T([1.0, v]))),
+        "batch_too_big": raised(lambda: emb(T([[0.0, 1.0], [v - 1, v]]))),
     }
 
 
@@ -154,13 +146,13 @@ def _backward(ns: Namespace, weight: np.ndarray, ids: np.ndarray, upstream: np.n
 
 def _grad_accumulate_inputs(rng: np.random.Generator) -> Inputs:
     vocab, dim = int(rng.integers(4, 12)), int(rng.integers(2, 6))
-    return {"vocab": vocab, "dim": dim, "weight": _dyadic(rng, (vocab, dim)),
-            "upstream": _dyadic(rng, (3, dim)) + 0.0625}
+    return {"vocab": vocab, "dim": dim, "weight": dyadic(rng, (vocab, dim)),
+            "upstream": dyadic(rng, (3, dim)) + 0.0625}
 
 
 def _grad_accumulate_describe(i: Inputs) -> str:
     return (f"Embedding(4, 2) backward of ids (1, 1) with gradient rows (1, 2), (3, 4); then "
-            f"Embedding({i['vocab']}, {i['dim']}) backward of tokens [0, 2, 0] with gradient rows {_fmt(i['upstream'])}")
+            f"Embedding({i['vocab']}, {i['dim']}) backward of tokens [0, 2, 0] with gradient rows {fmt(i['upstream'])}")
 
 
 def _grad_accumulate_run(ns: Namespace, i: Inputs) -> Outputs:
@@ -173,14 +165,14 @@ def _grad_accumulate_run(ns: Namespace, i: Inputs) -> Outputs:
 def _grad_sparse_inputs(rng: np.random.Generator) -> Inputs:
     vocab, dim = int(rng.integers(20, 60)), int(rng.integers(2, 6))
     used = rng.choice(vocab, size=int(rng.integers(2, 6)), replace=False)
-    return {"vocab": vocab, "dim": dim, "weight": _dyadic(rng, (vocab, dim)), "ids": used.astype(np.float64),
-            "upstream": _dyadic(rng, (len(used), dim)) + 0.0625}
+    return {"vocab": vocab, "dim": dim, "weight": dyadic(rng, (vocab, dim)), "ids": used.astype(np.float64),
+            "upstream": dyadic(rng, (len(used), dim)) + 0.0625}
 
 
 def _grad_sparse_describe(i: Inputs) -> str:
     return ("Embedding(4, 2): backward of tokens (2, 2), then separately of tokens (1, 3), each with "
             f"gradient rows (1, 2), (3, 4); then Embedding({i['vocab']}, {i['dim']}) backward of tokens "
-            f"{_fmt(i['ids'].astype(int))}")
+            f"{fmt(i['ids'].astype(int))}")
 
 
 def _grad_sparse_run(ns: Namespace, i: Inputs) -> Outputs:
@@ -204,12 +196,12 @@ def _nonzero_rows(grad: np.ndarray | str) -> int | str:
 
 def _grad_batch_inputs(rng: np.random.Generator) -> Inputs:
     vocab, dim, batch, seq = int(rng.integers(4, 9)), int(rng.integers(2, 5)), 3, int(rng.integers(3, 6))
-    return {"vocab": vocab, "dim": dim, "weight": _dyadic(rng, (vocab, dim)), "ids": _ids(rng, vocab, (batch, seq)),
-            "upstream": _dyadic(rng, (batch, seq, dim)) + 0.0625}
+    return {"vocab": vocab, "dim": dim, "weight": dyadic(rng, (vocab, dim)), "ids": token_ids(rng, vocab, (batch, seq)),
+            "upstream": dyadic(rng, (batch, seq, dim)) + 0.0625}
 
 
 def _grad_batch_describe(i: Inputs) -> str:
-    return (f"Embedding({i['vocab']}, {i['dim']}) backward of a batch of ids {_fmt(i['ids'].astype(int))} "
+    return (f"Embedding({i['vocab']}, {i['dim']}) backward of a batch of ids {fmt(i['ids'].astype(int))} "
             f"with a known upstream gradient of shape {tuple(i['upstream'].shape)}")
 
 
@@ -223,8 +215,8 @@ def _grad_batch_run(ns: Namespace, i: Inputs) -> Outputs:
 def _pe_inputs(rng: np.random.Generator) -> Inputs:
     max_len, dim, batch = int(rng.integers(6, 16)), int(rng.integers(2, 7)), int(rng.integers(2, 5))
     seq = int(rng.integers(2, max_len))
-    return {"max_len": max_len, "dim": dim, "table": _dyadic(rng, (max_len, dim)),
-            "x": _dyadic(rng, (batch, seq, dim)), "upstream": _dyadic(rng, (batch, seq, dim)) + 0.0625}
+    return {"max_len": max_len, "dim": dim, "table": dyadic(rng, (max_len, dim)),
+            "x": dyadic(rng, (batch, seq, dim)), "upstream": dyadic(rng, (batch, seq, dim)) + 0.0625}
 
 
 def _pe_describe(i: Inputs) -> str:
@@ -308,8 +300,8 @@ def _sin_values_run(ns: Namespace, i: Inputs) -> Outputs:
 def _layer_inputs(rng: np.random.Generator) -> Inputs:
     vocab, dim, batch, seq = int(rng.integers(20, 40)), int(rng.integers(2, 7)) * 2, 2, int(rng.integers(2, 6))
     max_len = int(rng.integers(8, 16))  # always differs from vocab, so injected tables are unambiguous
-    return {"vocab": vocab, "dim": dim, "max_len": max_len, "weight": _dyadic(rng, (vocab, dim)),
-            "table": _dyadic(rng, (max_len, dim)), "tokens": _ids(rng, vocab, (batch, seq))}
+    return {"vocab": vocab, "dim": dim, "max_len": max_len, "weight": dyadic(rng, (vocab, dim)),
+            "table": dyadic(rng, (max_len, dim)), "tokens": token_ids(rng, vocab, (batch, seq))}
 
 
 def _layer_modes_describe(i: Inputs) -> str:
@@ -333,19 +325,24 @@ def _layer_modes_run(ns: Namespace, i: Inputs) -> Outputs:
 
 def _layer_sin_values_describe(i: Inputs) -> str:
     return (f"EmbeddingLayer({i['vocab']}, {i['dim']}, max_seq_len={i['max_len']}, pos_encoding='sinusoidal') "
-            f"with known token weights, on tokens {_fmt(i['tokens'].astype(int))}")
+            f"with known token weights, on tokens {fmt(i['tokens'].astype(int))}")
 
 
 def _layer_sin_values_run(ns: Namespace, i: Inputs) -> Outputs:
     T = tensor_class()
     layer = ns["EmbeddingLayer"](i["vocab"], i["dim"], max_seq_len=i["max_len"], pos_encoding="sinusoidal")
     inject(layer, i["weight"], "EmbeddingLayer")
-    return {"out": as_array(layer(T(i["tokens"])), "EmbeddingLayer output")}
+    return {
+        "out": as_array(layer(T(i["tokens"])), "EmbeddingLayer output"),
+        "aux_lookup": own_lookup(ns, i),
+        "aux_sinusoids": attempt(lambda: ns["create_sinusoidal_embeddings"](i["max_len"], i["dim"]),
+                                 "create_sinusoidal_embeddings(...)"),
+    }
 
 
 def _layer_scale_describe(i: Inputs) -> str:
     return (f"EmbeddingLayer({i['vocab']}, {i['dim']}, max_seq_len={i['max_len']}, scale_embeddings=True) "
-            f"with known weights, pos_encoding None and 'learned', on tokens {_fmt(i['tokens'].astype(int))}")
+            f"with known weights, pos_encoding None and 'learned', on tokens {fmt(i['tokens'].astype(int))}")
 
 
 def _layer_scale_run(ns: Namespace, i: Inputs) -> Outputs:
@@ -359,6 +356,8 @@ def _layer_scale_run(ns: Namespace, i: Inputs) -> Outputs:
     return {
         "no_positions": as_array(plain(T(i["tokens"])), "EmbeddingLayer output (pos_encoding=None)"),
         "learned": as_array(learned(T(i["tokens"])), "EmbeddingLayer output (pos_encoding='learned')"),
+        "aux_lookup": own_lookup(ns, i),
+        "aux_positions": own_positions(ns, i["table"], i["tokens"].shape[1]),
     }
 
 
@@ -386,3 +385,4 @@ PROBES = {
         Probe("layer_scale", ("EmbeddingLayer",), _layer_inputs, _layer_scale_describe, _layer_scale_run),
     ]
 }
+PROBES.update(API_PROBES)

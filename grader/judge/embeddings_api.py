@@ -1,0 +1,294 @@
+"""Likely causes for the module-11 checks of the API's edges (see harness/probes/embeddings_api.py).
+
+As in ``embeddings``, each diagnosis tests one hypothesis on the student's numbers and speaks only
+when it holds; ``Cause.upstream`` names a check whose failure explains this one.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..channel import CheckOutput
+from ..harness.probes.embeddings_api import large_table
+from .compare import Cause, Diagnosis, close
+
+Inputs = dict[str, Any]
+OWN = "ValueError"  # raised by the student's own check (numpy's own ValueError is reported differently)
+NO_START_POS = ("written for the older TinyTorch API (no method of PositionalEncoding or EmbeddingLayer takes "
+                "start_pos), so this newer-API check does not apply; its points are given")
+
+
+def _same(a: Any, b: np.ndarray) -> bool:
+    return isinstance(a, np.ndarray) and a.shape == b.shape and bool(close(a, b, 1e-5, 1e-5).all())
+
+
+def _foreign(fact: Any) -> bool:
+    return isinstance(fact, str) and fact.startswith(OWN) and fact != OWN
+
+
+def older_generation(got: CheckOutput) -> str | None:
+    """Why a newer-generation check does not apply, or None when it does."""
+    return NO_START_POS if got.facts.get("aux_takes_start_pos") == [] else None
+
+
+# ---- start_pos -------------------------------------------------------------------------------
+
+
+def _takes_no_start_pos(got: CheckOutput, names: tuple[str, ...]) -> str | None:
+    for name in names:
+        value = got.facts.get(name)
+        if value == "raised TypeError":
+            method = "__call__" if "call" in name.split("_") else "forward"
+            return (f"{method} does not accept start_pos (TypeError): give it a start_pos=0 parameter"
+                    + (" and pass it on to self.forward" if method == "__call__" else ""))
+    return None
+
+
+def _window_causes(got: CheckOutput, out: str, at_start: np.ndarray, at_zero: np.ndarray, what: str) -> str | None:
+    """Causes read from one output taken at start_pos: the window ignored, or taken from row 0."""
+    if _same(got.arrays.get(out), at_zero):
+        via = "__call__" if "call" in out.split("_") else "forward"
+        if via == "__call__" and _same(got.arrays.get(out.replace("call", "forward")), at_start):
+            return "__call__ drops start_pos: forward is right, so __call__ must return self.forward(x, start_pos)"
+        return (f"start_pos is ignored by {via}: the {what} added must be rows start_pos .. start_pos+seq_len-1 "
+                "(table[start_pos:start_pos + seq_len]), not the first seq_len rows")
+    return None
+
+
+def _end_causes(got: CheckOutput, at_end: str, past_end: str) -> str | None:
+    if got.facts.get(at_end) == f"raised {OWN}":
+        return ("a window ending exactly at max_seq_len was rejected: the check is start_pos + seq_len > "
+                "max_seq_len (> not >=)")
+    past = got.facts.get(past_end)
+    if past == "none":
+        return ("a window running past max_seq_len was accepted: the length check must include start_pos "
+                "(start_pos + seq_len > max_seq_len raises ValueError)")
+    if _foreign(past):
+        return ("no length check that includes start_pos: the ValueError came from numpy failing to add a "
+                "window cut short by the table's end; raise ValueError yourself when start_pos + seq_len > "
+                "max_seq_len")
+    return None
+
+
+def pe_start_pos(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
+    x, table, s = i["x"], i["table"], i["start"]
+    seq = x.shape[1]
+    at_start, at_zero = x + table[s:s + seq], x + table[:seq]
+    cause = (_takes_no_start_pos(got, ("forward_shifted", "call_shifted"))
+             or _window_causes(got, "forward_shifted", at_start, at_zero, "position rows")
+             or _window_causes(got, "call_shifted", at_start, at_zero, "position rows"))
+    if cause:
+        return cause
+    if _same(got.arrays.get("forward_shifted"), at_start) and not _same(got.arrays.get("forward_default"), at_zero):
+        return "forward(x) without start_pos must use start_pos=0 (rows 0 .. seq_len-1)"
+    grad, g = got.arrays.get("grad_shifted"), i["upstream"].sum(axis=0)
+    shifted_to_zero = np.zeros_like(table)
+    shifted_to_zero[:seq] = g
+    if _same(grad, shifted_to_zero):
+        return "the output is right but the gradient went to rows 0 .. seq_len-1: slice the table Tensor at start_pos"
+    return _end_causes(got, "at_end", "past_end")
+
+
+def layer_start_pos(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause | None:
+    tok = i["weight"][i["tokens"].astype(int)]
+    s, seq = i["start"], tok.shape[1]
+    cause = _takes_no_start_pos(got, ("learned_forward", "learned_call", "sin_forward", "sin_call"))
+    if cause:
+        return cause
+    upstream = upstream_positions(got, i["table"][s:s + seq], lambda added: tok + added, "learned_forward",
+                                  "learned_call")
+    if upstream:
+        return Cause("the layer passes start_pos on, but your PositionalEncoding does not add the right rows",
+                     "pe_start_pos")
+    sin = exp.arrays.get("aux_sinusoids")
+    windows = {"learned": (tok + i["table"][s:s + seq], tok + i["table"][:seq], "learned position rows")}
+    if sin is not None:
+        windows["sin"] = (tok + sin[s:s + seq], tok + sin[:seq], "sinusoid rows")
+    for mode, (at_start, at_zero, what) in windows.items():
+        cause = (_window_causes(got, f"{mode}_forward", at_start, at_zero, what)
+                 or _window_causes(got, f"{mode}_call", at_start, at_zero, what))
+        if cause:
+            return f"{cause} (pos_encoding='{'learned' if mode == 'learned' else 'sinusoidal'}')"
+    upstream = _upstream_lookup(got, i, lambda rows: rows + i["table"][s:s + seq], "learned_forward", "learned_call")
+    if upstream:
+        return upstream
+    own_sin = got.arrays.get("aux_sinusoids")
+    if (sin is not None and own_sin is not None and not _same(own_sin, sin)
+            and _same(got.arrays.get("sin_forward"), tok + own_sin[s:s + seq])):
+        return Cause("the start_pos window is right, but your create_sinusoidal_embeddings table is not", "sin_values")
+    if not _same(got.arrays.get("learned_default"), tok + i["table"][:seq]) and _same(
+            got.arrays.get("learned_forward"), tok + i["table"][s:s + seq]):
+        return "forward(tokens) without start_pos must use start_pos=0"
+    return _end_causes(got, "learned_at_end", "learned_past_end") or _end_causes(got, "sin_at_end", "sin_past_end")
+
+
+def _upstream_lookup(got: CheckOutput, i: Inputs, layer_of: Any, *outputs: str) -> Cause | None:
+    """The layer's outputs are right for the student's own (wrong) Embedding lookup."""
+    own = got.arrays.get("aux_lookup")
+    tok = i["weight"][i["tokens"].astype(int)]
+    if own is None or own.shape != tok.shape or _same(own, tok):
+        return None
+    if all(_same(got.arrays.get(name), layer_of(own)) for name in outputs):
+        return Cause("the layer is right for the rows your Embedding returns, but the lookup itself is wrong",
+                     "emb_lookup")
+    return None
+
+
+def upstream_positions(got: CheckOutput, expected: np.ndarray, layer_of: Any, *outputs: str) -> Cause | None:
+    """The layer's outputs are right for what the student's own (wrong) PositionalEncoding adds."""
+    own = got.arrays.get("aux_positions")
+    if own is None or own.shape != (1, *expected.shape) or _same(own[0], expected):
+        return None
+    if all(_same(got.arrays.get(name), layer_of(own[0])) for name in outputs):
+        return Cause("the layer adds what your PositionalEncoding returns, and that is wrong", "pe_broadcast")
+    return None
+
+
+# ---- Embedding -----------------------------------------------------------------------------
+
+
+CASTS = ("int16", "uint16", "int8", "uint8", "float16")
+
+
+def _read_rows(ids: np.ndarray, dtype: str, vocab: int) -> np.ndarray | None:
+    """The table rows a lookup reads when ids go through ``astype(dtype)`` first (None: would raise)."""
+    with np.errstate(all="ignore"):
+        cast = ids.astype(dtype).astype(np.int64)
+    if np.any(cast >= vocab) or np.any(cast < -vocab):
+        return None
+    return cast % vocab
+
+
+def emb_large_ids(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
+    ids, vocab, dim = i["ids"], i["vocab"], i["dim"]
+    table = large_table(vocab, dim)
+    rows = got.arrays.get("rows")
+    for dtype in CASTS:
+        read = _read_rows(ids, dtype, vocab)
+        if read is not None and _same(rows, table[read]):
+            k = int(np.argmax(read != ids.astype(int)))
+            return (f"the ids went through {dtype}, which wraps at {_wrap(dtype)} (id {int(ids[k])} read row "
+                    f"{int(read[k])}): cast with astype(int) or np.int64")
+    grad = got.arrays.get("grad_rows")
+    if grad is not None and _same(rows, table[ids.astype(int)]):
+        upstream = (np.arange(ids.size)[:, None] + 1.0) / 16.0 * np.ones(dim)
+        for dtype in CASTS:
+            read = _read_rows(ids, dtype, vocab)
+            if read is None:
+                continue
+            full = np.zeros((vocab, dim))
+            np.add.at(full, read, upstream)
+            if _same(grad, full[ids.astype(int)]):
+                return (f"the forward is right, but the backward casts the ids to {dtype}, which wraps at "
+                        f"{_wrap(dtype)}: cast with astype(int) or np.int64")
+    return None
+
+
+def _wrap(dtype: str) -> str:
+    return {"int16": "32768", "uint16": "65536", "int8": "128", "uint8": "256"}.get(dtype, "2048 (float16)")
+
+
+def emb_bad_ids(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
+    causes = []
+    fraction, mixed = got.facts.get("fraction"), got.facts.get("mixed_fraction")
+    if fraction != OWN:
+        causes.append("an id of 1.5 was not rejected: ids must be whole numbers (raise ValueError when "
+                      "np.any(ids != np.floor(ids)))")
+    elif mixed != OWN:
+        causes.append("[1.5] is rejected but [0, 2.5] is not: test every id (np.any), not only the first one")
+    nan, mixed_nan = got.facts.get("nan"), got.facts.get("mixed_nan")
+    if nan != OWN or mixed_nan != OWN:
+        causes.append("a NaN id was not rejected with ValueError: check np.all(np.isfinite(ids)) first "
+                      "(NaN fails every comparison, so a range check alone lets it through)")
+    if got.facts.get("inf") != OWN:
+        causes.append("an infinite id was not rejected with ValueError: check np.isfinite as well")
+    return "; ".join(causes) or None
+
+
+def emb_attrs(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
+    vocab, dim = got.facts.get("vocab_size"), got.facts.get("embed_dim")
+    if (vocab, dim) == (i["dim"], i["vocab"]):
+        return "vocab_size and embed_dim are swapped"
+    missing = [name for name, value in (("vocab_size", vocab), ("embed_dim", dim)) if value == "missing"]
+    if missing:
+        return f"Embedding has no {' or '.join(missing)} attribute: keep the constructor's arguments as self.{missing[0]}"
+    return None
+
+
+def grad_keeps_weight(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
+    after, weight, grad = got.arrays.get("weight_after"), i["weight"], got.arrays.get("aux_grad")
+    if after is None or after.shape != weight.shape:
+        return None
+    if grad is not None and _same(after, grad):
+        return ("backward wrote the gradient into the weight table: grad = weight.data makes both names one "
+                "array; start from np.zeros_like(weight.data)")
+    zeroed = np.all(after == 0, axis=1) & np.any(weight != 0, axis=1)
+    if zeroed.any():
+        return (f"backward set row {int(np.argmax(zeroed))} of the weight table to zero: it must write only into a "
+                "new gradient array (np.zeros_like(weight.data)), never into weight.data")
+    if _same(after, weight - grad if grad is not None else weight):
+        return "backward changed the weights (an update step?): it only computes the gradient"
+    return None
+
+
+# ---- PositionalEncoding --------------------------------------------------------------------
+
+
+def pe_bad_shape(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
+    causes = []
+    if got.facts.get("dim_one") == "none":
+        causes.append("x with last dimension 1 was accepted: numpy broadcasts it against the table silently; "
+                      f"raise ValueError when x.shape[-1] != embed_dim ({i['dim']})")
+    if _foreign(got.facts.get("dim_plus_one")):
+        causes.append("no embed_dim check: the ValueError for a wrong embed_dim came from numpy failing to "
+                      "broadcast, not from your own check")
+    elif got.facts.get("dim_plus_one") == "none":
+        causes.append("a wrong embed_dim was accepted: compare x.shape[-1] with embed_dim")
+    if got.facts.get("two_d") not in (OWN, None):
+        causes.append("a 2-D x was not rejected with ValueError: check len(x.shape) == 3 first")
+    return "; ".join(causes) or None
+
+
+# ---- EmbeddingLayer ------------------------------------------------------------------------
+
+
+def layer_sin_too_long(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
+    too_long, at_max = got.facts.get("too_long"), got.facts.get("at_max")
+    if at_max == OWN:
+        return "exactly max_seq_len tokens were rejected: compare with >, not >="
+    if _foreign(at_max):
+        return ("exactly max_seq_len tokens failed inside numpy: the sinusoid rows and the token embeddings do "
+                "not broadcast")
+    if _foreign(too_long):
+        return ("no length check in the sinusoidal mode: the ValueError came from numpy failing to add a table "
+                "cut short; raise ValueError yourself when seq_len > max_seq_len")
+    if too_long == "none":
+        return "too many tokens were accepted: raise ValueError when seq_len > max_seq_len"
+    return None
+
+
+def layer_defaults(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause | None:
+    rows = got.facts.get("param_rows")
+    if isinstance(rows, list) and len(rows) != 2:
+        return (f"EmbeddingLayer(vocab_size, embed_dim) has {len(rows)} parameter tensors: by default "
+                "pos_encoding='learned', which adds a trainable position table")
+    positions = [r for r in rows if r != i["vocab"]] if isinstance(rows, list) else []
+    if len(positions) == 1 and positions[0] != 512:
+        return f"max_seq_len defaults to {positions[0]}: the course's default is 512"
+    if got.facts.get("sin_513") == "none":
+        return "513 tokens were accepted by a sinusoidal layer built with the defaults: max_seq_len defaults to 512"
+    out, tok = got.arrays.get("out"), i["weight"][i["tokens"].astype(int)]
+    table = i["table"][: tok.shape[1]]
+    if _same(out, tok * math.sqrt(i["dim"]) + table):
+        return "scale_embeddings defaults to True: its default is False"
+    return (_upstream_lookup(got, i, lambda looked_up: looked_up + table, "out")
+            or upstream_positions(got, table, lambda added: tok + added, "out"))
+
+
+DIAGNOSES: dict[str, Diagnosis] = {f.__name__: f for f in (pe_start_pos, layer_start_pos, emb_large_ids, emb_bad_ids, emb_attrs,
+                                     grad_keeps_weight, pe_bad_shape, layer_sin_too_long, layer_defaults)}
+NOT_APPLICABLE: dict[str, Callable[[CheckOutput], str | None]] = {"newer_generation": older_generation}

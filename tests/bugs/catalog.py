@@ -1,0 +1,164 @@
+"""Small bug notebooks for the module-11 checks: a correct notebook of ours with one realistic bug.
+
+Each entry names its base notebook in ``submissions/``, the edit (old text -> new text, each
+found exactly once in the base's code cells), the checks that must fail, and a piece of the
+likely cause the first of them must give. ``python -m tests.bugs.catalog`` rewrites the
+notebooks; ``tests/test_checks.py`` grades them and checks that they are in sync.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+HERE = Path(__file__).parent
+SUBMISSIONS = HERE.parents[1] / "submissions"
+OLDER, NEWER = "correct_tinytorch.ipynb", "correct_newer_generation.ipynb"
+
+
+@dataclass(frozen=True)
+class Bug:
+    name: str
+    base: str
+    edits: tuple[tuple[str, str], ...]
+    fails: tuple[str, ...]
+    cause: str
+    about: str
+
+    @property
+    def path(self) -> Path:
+        return HERE / f"{self.name}.ipynb"
+
+
+BUGS = (
+    Bug("bug_ids_int16", OLDER,
+        (("rows = self.weight.data[ids.astype(int)]", "rows = self.weight.data[ids.astype(np.int16)]"),),
+        ("emb_large_ids",), "went through int16, which wraps at 32768",
+        "The lookup casts ids to int16 (to save memory), so ids from 32768 on wrap to negative rows."),
+    Bug("bug_index_check_all", OLDER,
+        (("if ids.size and (ids.min() < 0 or ids.max() >= self.vocab_size):",
+          "if ids.size and (np.all(ids < 0) or np.all(ids >= self.vocab_size)):"),),
+        ("emb_index_error",), "ANY id is out of range",
+        "The range check uses np.all, so one bad id among good ones gets through ([-1, 2] reads the last row)."),
+    Bug("bug_emb_no_attrs", OLDER,
+        (("        self.vocab_size = vocab_size\n        self.embed_dim = embed_dim\n\n        # Glorot", "        # Glorot"),
+         ("if ids.size and (ids.min() < 0 or ids.max() >= self.vocab_size):",
+          "if ids.size and (ids.min() < 0 or ids.max() >= self.weight.shape[0]):"),
+         ('f"Token ids must be in [0, {self.vocab_size}); "', 'f"Token ids must be in [0, {self.weight.shape[0]}); "'),
+         ('return f"Embedding(vocab_size={self.vocab_size}, embed_dim={self.embed_dim})"',
+          'return f"Embedding(vocab_size={self.weight.shape[0]}, embed_dim={self.weight.shape[1]})"')),
+        ("emb_attrs",), "no vocab_size or embed_dim attribute",
+        "Embedding never stores vocab_size and embed_dim; it reads the sizes from weight.shape instead."),
+    Bug("bug_xavier_checkerboard", OLDER,
+        (("table = np.random.uniform(-bound, bound, size=(vocab_size, embed_dim))",
+          "signs = (np.arange(vocab_size)[:, None] + np.arange(embed_dim)) % 2\n"
+          "        table = bound * (1.0 - 2.0 * signs)  # deterministic, right bound and spread"),),
+        ("emb_xavier",), "only 2 distinct values",
+        "The table is a deterministic ±limit checkerboard: the right bound and spread, but not a uniform draw."),
+    Bug("bug_pe_init_normal", OLDER,
+        (("np.random.uniform(-bound, bound, size=(max_seq_len, embed_dim)),",
+          "np.random.normal(0.0, 0.02, size=(max_seq_len, embed_dim)),"),),
+        ("pe_init",), "normally distributed",
+        "The position table is drawn as in GPT-2, normal with std 0.02, not uniformly from ±sqrt(2/D)."),
+    Bug("bug_pe_no_dim_check", OLDER,
+        (("        if embed_dim != self.embed_dim:\n            raise ValueError(\n"
+          "                f\"Expected embedding dimension {self.embed_dim}, got {embed_dim}\"\n            )\n", ""),),
+        ("pe_bad_shape",), "last dimension 1 was accepted",
+        "PositionalEncoding never compares x's last dimension with embed_dim: 1 broadcasts silently."),
+    Bug("bug_pe_positions_off_by_one", OLDER,
+        (("positions = self.position_embeddings[:seq_len]", "positions = self.position_embeddings[1:seq_len + 1]"),),
+        ("pe_broadcast", "pe_too_long", "pe_grad", "layer_defaults", "layer_scale"), "positions are off by one",
+        "Positions start at row 1; a sequence of max_seq_len then fails inside numpy (one row short)."),
+    Bug("bug_newer_layer_sin_no_length_check", NEWER,
+        (("            if start_pos + seq_len > self.max_seq_len:\n                raise ValueError(f\"Sequence of {seq_len} "
+          "from {start_pos} exceeds max_seq_len={self.max_seq_len}\")\n", ""),),
+        ("layer_sin_too_long", "layer_start_pos"), "no length check in the sinusoidal mode",
+        "Newer generation: the sinusoidal mode of EmbeddingLayer has no length check; numpy fails instead."),
+    Bug("bug_layer_default_max_len", OLDER,
+        (("def __init__(self, vocab_size: int, embed_dim: int, max_seq_len: int = 512,",
+          "def __init__(self, vocab_size: int, embed_dim: int, max_seq_len: int = 256,"),),
+        ("layer_defaults",), "max_seq_len defaults to 256",
+        "EmbeddingLayer's max_seq_len defaults to 256 instead of the course's 512."),
+    Bug("bug_layer_sin_not_added", OLDER,
+        (("            h = h + self.pos_encoding[:seq_len]",
+          "            positions = self.pos_encoding[:seq_len]\n            h + positions"),),
+        ("layer_sin_values_visible", "layer_sin_values"), "the sinusoid table was not added",
+        "The sinusoidal mode computes `h + positions` but never assigns it, so no positions are added."),
+    Bug("bug_newer_fraction_accepted", NEWER,
+        (("        if np.any(ids != np.round(ids)):\n            raise ValueError(\"Token ids must be whole numbers\")\n", ""),),
+        ("emb_bad_ids",), "an id of 1.5 was not rejected",
+        "Newer generation: the whole-number check is missing, so id 1.5 silently reads row 1."),
+    Bug("bug_newer_backward_aliases_weight", NEWER,
+        (("        grad_weight = np.zeros_like(weight.data)\n",
+          "        grad_weight = weight.data  # reuse the table's memory\n        grad_weight[...] = 0.0\n"),),
+        ("grad_keeps_weight",), "wrote the gradient into the weight table",
+        "Newer generation: backward reuses weight.data as the gradient buffer, so the right gradient wipes the table."),
+    Bug("bug_newer_backward_first_row", NEWER,
+        (("        flat_ids = np.asarray(self.indices, dtype=np.int64).reshape(-1)\n"
+          "        upstream = np.asarray(grad_output).reshape(flat_ids.shape[0], -1)\n",
+          "        ids = np.asarray(self.indices, dtype=np.int64)\n        upstream = np.asarray(grad_output)\n"
+          "        if ids.ndim == 2:  # drop the batch axis\n            ids, upstream = ids[0], upstream[0]\n"
+          "        flat_ids = ids.reshape(-1)\n        upstream = upstream.reshape(flat_ids.shape[0], -1)\n"),),
+        ("grad_batch_visible", "grad_batch"), "only the first batch element contributed",
+        "Newer generation: backward keeps only batch row 0 of 2-D ids and their gradient."),
+    Bug("bug_newer_backward_average", NEWER,
+        (("        np.add.at(grad_weight, flat_ids, upstream)  # repeated ids accumulate\n",
+          "        np.add.at(grad_weight, flat_ids, upstream)  # repeated ids accumulate\n"
+          "        counts = np.bincount(flat_ids, minlength=grad_weight.shape[0])\n"
+          "        grad_weight /= np.maximum(counts, 1)[:, None]  # mean per token\n"),),
+        ("grad_accumulate", "grad_batch_visible", "grad_batch"), "mean of its two gradient rows",
+        "Newer generation: backward divides each row by how often its token occurs (a mean, not a sum)."),
+    Bug("bug_newer_start_pos_ignored", NEWER,
+        (("window = self.position_embeddings[start_pos:start_pos + seq_len]",
+          "window = self.position_embeddings[:seq_len]"),),
+        ("pe_start_pos", "layer_start_pos"), "start_pos is ignored by forward",
+        "Newer generation: PositionalEncoding checks start_pos but always adds the first seq_len rows."),
+    Bug("bug_newer_call_drops_start_pos", NEWER,
+        (("    def __call__(self, x: Tensor, start_pos: int = 0) -> Tensor:\n        return self.forward(x, start_pos)",
+          "    def __call__(self, x: Tensor, start_pos: int = 0) -> Tensor:\n        return self.forward(x)"),),
+        ("pe_start_pos", "layer_start_pos"), "__call__ drops start_pos",
+        "Newer generation: PositionalEncoding.__call__ accepts start_pos but does not pass it to forward."),
+    Bug("bug_newer_length_check_ignores_start", NEWER,
+        (("        if start_pos + seq_len > self.max_seq_len:\n            raise ValueError(\n                f\"Positions",
+          "        if seq_len > self.max_seq_len:\n            raise ValueError(\n                f\"Positions"),),
+        ("pe_start_pos", "layer_start_pos"), "no length check that includes start_pos",
+        "Newer generation: PositionalEncoding's length check forgets start_pos; numpy fails instead."),
+    Bug("bug_newer_backward_int16", NEWER,
+        (("        flat_ids = np.asarray(self.indices, dtype=np.int64).reshape(-1)\n",
+          "        flat_ids = np.asarray(self.indices, dtype=np.int16).reshape(-1)  # ids are small\n"),),
+        ("emb_large_ids",), "the backward casts the ids to int16",
+        "Newer generation: the forward casts ids to int64, the backward to int16, so large ids train the wrong rows."),
+    Bug("bug_newer_sin_cos_swapped", NEWER,
+        (("    pe[:, 0::2] = np.sin(angles)\n    n_cos = embed_dim // 2\n    pe[:, 1::2] = np.cos(angles[:, :n_cos])\n",
+          "    pe[:, 0::2] = np.cos(angles)\n    n_cos = embed_dim // 2\n    pe[:, 1::2] = np.sin(angles[:, :n_cos])\n"),),
+        ("sin_pos0", "sin_values", "layer_sin_values_visible", "layer_sin_values", "layer_start_pos"), "sin and cos are swapped",
+        "Newer generation: even columns get cos and odd columns sin; the layer checks point to sin_values."),
+    Bug("bug_newer_layer_sin_start_pos", NEWER,
+        (("table = self.pos_encoding[start_pos:start_pos + seq_len]", "table = self.pos_encoding[:seq_len]"),),
+        ("layer_start_pos",), "start_pos is ignored by forward",
+        "Newer generation: the sinusoidal mode of EmbeddingLayer always adds the first seq_len rows."),
+)
+
+
+def code_sources(nb: dict) -> list[str]:
+    return ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"]
+
+
+def build(bug: Bug) -> str:
+    """The bug's notebook as JSON text: the base with its edits, edited cells' outputs cleared."""
+    nb = json.loads((SUBMISSIONS / bug.base).read_text(encoding="utf-8"))
+    for old, new in bug.edits:
+        hits = [c for c in nb["cells"] if c["cell_type"] == "code" and old in "".join(c["source"])]
+        source = "".join(hits[0]["source"]) if len(hits) == 1 else ""
+        if len(hits) != 1 or source.count(old) != 1:
+            raise ValueError(f"{bug.name}: {old!r} is not found exactly once in {bug.base}")
+        hits[0]["source"] = source.replace(old, new).splitlines(keepends=True)
+        hits[0]["outputs"], hits[0]["execution_count"] = [], None
+    return json.dumps(nb, indent=1, ensure_ascii=False) + "\n"
+
+
+if __name__ == "__main__":
+    for bug in BUGS:
+        bug.path.write_text(build(bug), encoding="utf-8")
+        print(bug.path.name)

@@ -1,0 +1,82 @@
+"""The module-11 checks against realistic bugs: every bug notebook in tests/bugs fails exactly the
+checks its catalog entry names, with a likely cause that names the bug; every correct notebook
+passes them all, and the newer-API checks apply exactly to the newer generation."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from grader import Grader, GradeReport
+
+from .bugs.catalog import BUGS, Bug, build
+from .conftest import SUBMISSIONS
+
+CORRECT = sorted(p for p in SUBMISSIONS.iterdir() if p.name.startswith("correct"))
+NEWER_API = ("emb_bad_ids", "pe_start_pos", "layer_start_pos")
+
+
+def not_passed(report: GradeReport) -> set[str]:
+    return {c.id for c in report.checks if c.status != "passed"}
+
+
+@pytest.mark.parametrize("bug", BUGS, ids=[b.name for b in BUGS])
+def test_bug_notebook_matches_its_catalog_entry(bug: Bug) -> None:
+    """The committed notebook is what the catalog builds (regenerate: python -m tests.bugs.catalog)."""
+    assert bug.path.read_text(encoding="utf-8") == build(bug)
+
+
+@pytest.mark.parametrize("bug", BUGS, ids=[b.name for b in BUGS])
+def test_each_bug_fails_its_checks_with_a_cause_that_names_it(grader_local: Grader, bug: Bug) -> None:
+    report = grader_local.grade(bug.path)
+    assert not_passed(report) == set(bug.fails)
+    checks = {c.id: c for c in report.checks}
+    assert bug.cause in checks[bug.fails[0]].message
+    for check_id in bug.fails:  # every failure a realistic bug causes carries a tested likely cause
+        check = checks[check_id]
+        assert "Likely cause: " in check.detail, (check_id, check.detail)
+        if "(see " in check.detail:  # explained by another failing check: this check's hint would mislead
+            assert "Hint: " not in check.detail
+
+
+@pytest.mark.parametrize("path", CORRECT, ids=[p.stem for p in CORRECT])
+def test_correct_notebooks_pass_every_check_and_newer_api_checks_apply_only_to_the_newer_one(
+        grader_local: Grader, path: Path) -> None:
+    report = grader_local.grade(path)
+    assert not_passed(report) == set() and report.score == report.max_score == 100
+    newer = "newer" in path.name
+    for check in report.checks:
+        skipped = check.message.startswith("Not applicable: ")
+        assert skipped == (check.id in NEWER_API and not newer), check.id
+
+
+def test_an_older_notebook_with_start_pos_on_one_method_is_held_to_the_newer_api(
+        grader_local: Grader, tmp_path: Path) -> None:
+    """Adding start_pos to PositionalEncoding alone makes the newer checks apply; the layer then fails
+    them, since it does not take start_pos."""
+    from .conftest import code_cells, write_notebook
+
+    cells = code_cells(SUBMISSIONS / "correct_tinytorch.ipynb")
+    old, new = "def forward(self, x: Tensor) -> Tensor:", "def forward(self, x: Tensor, start_pos: int = 0) -> Tensor:"
+    cells = [c.replace(old, new) for c in cells]
+    report = grader_local.grade(write_notebook(tmp_path / "partly_newer.ipynb", cells))
+    checks = {c.id: c for c in report.checks}
+    assert checks["emb_bad_ids"].status == "failed"  # astype(int) accepts 1.5: the newer API rejects it
+    assert checks["pe_start_pos"].status == "failed"  # start_pos accepted but ignored
+    assert "does not accept start_pos (TypeError)" in checks["layer_start_pos"].message
+
+
+def test_the_submissions_readme_lists_every_bug_notebook_with_its_checks() -> None:
+    readme = (SUBMISSIONS / "README.md").read_text(encoding="utf-8")
+    for bug in BUGS:
+        assert f"| `{bug.name}.ipynb` |" in readme and ", ".join(f"`{c}`" for c in bug.fails) in readme, bug.name
+
+
+def test_every_check_added_for_real_bugs_is_failed_by_a_bug_notebook() -> None:
+    from .test_rubric import CONTRACT_IDS, ORIGINAL_IDS
+
+    added = CONTRACT_IDS - ORIGINAL_IDS
+    reworked = {"emb_xavier", "emb_index_error"}  # now also catch a checkerboard table and np.all range checks
+    failed = {check for bug in BUGS for check in bug.fails}
+    assert added | reworked <= failed, sorted((added | reworked) - failed)
