@@ -114,7 +114,7 @@ def _run(args: argparse.Namespace, console: Console, errors: Console) -> int:
     chosen = _select(args, generated)
     if args.list:
         for m in chosen:
-            console.print(f"{m.id}\t{m.where}\t{_short(m.before)} → {_short(m.after)}", markup=False)
+            console.print(f"{m.id}\t{m.where}\t{_short(m.before)} → {_short(m.after)}", markup=False, soft_wrap=True)
         return EXIT_OK
     equivalents_path = args.equivalents or (checkout_root() / EQUIVALENTS)
     equivalents = load_equivalents(equivalents_path)
@@ -184,8 +184,8 @@ def report(summary: Summary, equivalents_path: Path, console: Console) -> None:
                       "reason it is equivalent")
         for o in summary.survivors:
             m = o.mutant
-            console.print(f"  {escape(m.id)}  [dim]{m.operator}, {escape(m.where)}[/]")
-            console.print(f"      - {escape(_short(m.before))}\n      + {escape(_short(m.after))}")
+            console.print(f"  {escape(m.id)}  [dim]{m.operator}, {escape(m.where)}[/]", soft_wrap=True)
+            console.print(f"      - {escape(_short(m.before))}\n      + {escape(_short(m.after))}", soft_wrap=True)
     for o in summary.killed_but_listed:
         console.print(f"[yellow]listed as equivalent but killed[/] by {', '.join(o.failed)}: {escape(o.mutant.id)} "
                       f"(a correct program that fails a check, or a wrong entry: remove it or fix the check)")
