@@ -100,6 +100,8 @@ def _select(args: argparse.Namespace, generated: list[Mutant]) -> list[Mutant]:
               and (not args.operator or m.operator in args.operator)]
     if missing := sorted(set(args.only) - {m.id for m in generated}):
         raise SelftestError(f"no mutant {', '.join(missing)}; `grader selftest --mutants --list` shows the ids")
+    if not chosen:
+        raise SelftestError("no mutant of these sources matches both --only and --operator; drop one of them")
     return sample(chosen, args.sample, args.seed)
 
 
@@ -120,7 +122,7 @@ def _run(args: argparse.Namespace, console: Console, errors: Console) -> int:
     equivalents = load_equivalents(equivalents_path)
     started = time.monotonic()
     outcomes = _grade(args, rubric, sources, chosen, errors)
-    summary = summarize(outcomes, equivalents, generated, every_source=every_source and not args.sources)
+    summary = summarize(outcomes, equivalents, generated, every_source=every_source)
     console.print(f"{len(chosen)} of {len(generated)} mutants from {len(sources)} source(s) graded in "
                   f"{time.monotonic() - started:.0f} s with {args.jobs} job(s); grading seed {args.grading_seed}")
     report(summary, equivalents_path, console)
