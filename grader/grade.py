@@ -35,11 +35,12 @@ class Grader:
         seed: int | None = None,
         limits: LoadLimits = LoadLimits(),
         reference: ReferenceOracle | None = None,
+        official: bool = False,
     ) -> None:
         self.rubric = rubric if isinstance(rubric, Rubric) else load_rubric(rubric)
         # A Grader closes only what it made; a sandbox or reference worker passed in stays open.
         self._owns_sandbox, self._owns_reference = isinstance(backend, str), reference is None
-        self.sandbox = make_sandbox(backend) if isinstance(backend, str) else backend
+        self.sandbox = make_sandbox(backend, official) if isinstance(backend, str) else backend
         self.reference = reference or ReferenceOracle(self.rubric.module)
         self.public_only, self.seed, self.limits = public_only, seed, limits
         expected_cache_dir().mkdir(parents=True, exist_ok=True)  # exists before any sandbox, so it is hidden
@@ -81,15 +82,18 @@ class Grader:
         job = plan(self.rubric, runnable, seed)
         results = dict(blocked)
         import_errors: tuple[str, ...] = ()
+        backend = self.sandbox.info()
         if runnable:
-            ran, import_errors = self._run(job, module, runnable)
+            ran, import_errors, isolation = self._run(job, module, runnable)
             results.update(ran)
+            if isolation is not None:  # only what this run's self-test verified
+                backend = self.sandbox.info().model_copy(update={"isolation": isolation})
         ordered = tuple(results[c.id] for c in checks)
         score, max_score = total(ordered)
         return GradeReport(
             submission=submission.file_name, sha256=submission.sha256, rubric_id=self.rubric.id,
             rubric_hash=self.rubric.sha256, grader_version=__version__, seed=seed,
-            backend=self.sandbox.info(),
+            backend=backend,
             extraction=ExtractionSummary(kept=module.kept, dropped=module.dropped,
                                          syntax_errors=module.syntax_errors, import_errors=import_errors),
             checks=ordered, score=score, max_score=max_score,
@@ -97,7 +101,7 @@ class Grader:
 
     def _run(
         self, job: Job, module: StudentModule, checks: Sequence[CheckSpec]
-    ) -> tuple[dict[str, CheckResult], tuple[str, ...]]:
+    ) -> tuple[dict[str, CheckResult], tuple[str, ...], tuple[str, ...] | None]:
         student_dir = Path(tempfile.mkdtemp(prefix="grader-"))
         try:
             ref: dict[str, dict[str, CheckOutput]] = {}
@@ -132,7 +136,7 @@ class Grader:
                 results[spec.id] = judge(spec, called, inputs, got, expected[spec.id])
             import_errors = tuple(f"cell {e.cell}, line {e.line}: {e.error.text()}"
                                   for e in (imported.chunk_errors if imported else ()))
-            return results, import_errors
+            return results, import_errors, run.isolation
         finally:
             shutil.rmtree(student_dir, ignore_errors=True)
 

@@ -166,7 +166,7 @@ def grade_submission(layout: Layout, rubric: Rubric, backend: str = "local") -> 
     try:
         notebook = find_notebook(layout.submission)
         file_name = notebook.name
-        sandbox = HidingSandbox(make_sandbox(backend), (layout.root / "source", layout.results.parent))
+        sandbox = HidingSandbox(make_sandbox(backend, official=True), (layout.root / "source", layout.results.parent))
         with Grader(rubric, sandbox) as grader:
             report = grader.grade(notebook)
         status = "graded"
@@ -185,6 +185,7 @@ def grade_submission(layout: Layout, rubric: Rubric, backend: str = "local") -> 
 def run(root: Path, *, rubric: Path | None = None, backend: str = "local") -> int:
     """Grade, write ROOT/results/results.json, and return the exit status."""
     from .export.gradescope import results_json
+    from .models import shown
     from .rubric import load_rubric
 
     layout = Layout(root)
@@ -198,9 +199,9 @@ def run(root: Path, *, rubric: Path | None = None, backend: str = "local") -> in
     tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     tmp.replace(layout.results)
     # stdout is hidden from students (stdout_visibility "hidden"): it is the staff log
-    print(f"{result.status}: score {data['score']:g}" + (f" ({result.reason})" if result.reason else ""))
+    print(f"{result.status}: score {data['score']:g}" + (f" ({shown(result.reason)})" if result.reason else ""))
     for warning in result.report.backend.warnings if result.report else ():
-        print(f"sandbox warning: {warning}")  # e.g. no mount namespace: ROOT/source is not hidden
+        print(f"sandbox warning: {shown(warning)}")  # e.g. no mount namespace: ROOT/source is not hidden
     return EXIT_FAULT if result.status == "failed_to_grade" else EXIT_OK
 
 
@@ -225,7 +226,9 @@ def gradescope_command(args: argparse.Namespace) -> int:
     try:
         return run(root, rubric=rubric, backend=args.backend)
     except GraderError as e:  # the rubric or the layout itself is broken: staff must fix the autograder
-        print(f"error: {e}", file=sys.stderr)
+        from .models import shown
+
+        print(f"error: {shown(str(e))}", file=sys.stderr)
         return EXIT_USAGE
 
 

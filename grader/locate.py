@@ -11,6 +11,7 @@ pytest plugin can resolve a module before they pay for the heavy imports.
 
 from __future__ import annotations
 
+import hashlib
 import re
 import tomllib
 from collections.abc import Iterable, Sequence
@@ -22,6 +23,7 @@ from .errors import GraderError
 _FOLDER = re.compile(r"^(\d{1,3})_([a-z][a-z0-9_]*)$")
 _SPEC = re.compile(r"^(?:(\d{1,3})|([a-z][a-z0-9_]*)|(\d{1,3})_([a-z][a-z0-9_]*))$")
 _TITLE_NUMBER = re.compile(r"\b(?:module|mod)\s*(\d{1,3})\b", re.IGNORECASE)
+RUBRIC_SELECTOR = re.compile(r"^([A-Za-z0-9][A-Za-z0-9_.-]{0,127})(?:@(?:sha256:)?([0-9a-f]{8,64}))?$")
 
 
 class LocateError(GraderError, FileNotFoundError):
@@ -158,6 +160,8 @@ class BundledRubric:
     path: Path
     module: str
     number: int | None
+    id: str = ""
+    sha256: str = ""  # of the file's bytes, as the grade report's rubric_hash
 
 
 def bundled_rubrics(directory: Path | None = None) -> list[BundledRubric]:
@@ -169,14 +173,31 @@ def bundled_rubrics(directory: Path | None = None) -> list[BundledRubric]:
     found = []
     for path in sorted(directory.glob("*.toml")):
         try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
+            raw = path.read_bytes()
+            data = tomllib.loads(raw.decode("utf-8"))
         except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
             continue  # a broken rubric is reported by grader.rubric when it is actually used
         module = data.get("module")
         if isinstance(module, str):
             m = _TITLE_NUMBER.search(str(data.get("title", "")))
-            found.append(BundledRubric(path, module, int(m.group(1)) if m else None))
+            found.append(BundledRubric(path, module, int(m.group(1)) if m else None, str(data.get("id", "")),
+                                       hashlib.sha256(raw).hexdigest()))
     return found
+
+
+def installed_rubric(selector: str, directory: Path | None = None) -> BundledRubric:
+    """The installed rubric that ``selector`` names: its id (``tinytorch-11-embeddings``), optionally
+    pinned to its content hash (``tinytorch-11-embeddings@sha256:1a2b3c4d``, 8 or more hex digits).
+    Never a path: this is how a setting from a student's repository may choose a rubric."""
+    m = RUBRIC_SELECTOR.match(selector)
+    rubrics = bundled_rubrics(directory)
+    if m is not None:
+        ident, digest = m.group(1), m.group(2) or ""
+        for rubric in rubrics:
+            if rubric.id == ident and rubric.sha256.startswith(digest):
+                return rubric
+    known = ", ".join(f"{r.id}@sha256:{r.sha256[:12]}" for r in rubrics) or "none"
+    raise LocateError(f"no installed rubric is {selector!r} (installed: {known})")
 
 
 def rubric_for(ref: ModuleRef, directory: Path | None = None) -> BundledRubric:

@@ -2,20 +2,31 @@
 
 from __future__ import annotations
 
-import re
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 SCHEMA_VERSION = 1
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+_JOINERS = "\u200c\u200d"  # zero-width (non-)joiner: part of Persian, Indic and emoji spellings, inert
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+def shown(text: str, *, one_line: bool = False) -> str:
+    """Student-controlled text (file and archive member names, ids, exception messages) made
+    safe to print or store: every character a terminal, log viewer or JSON encoder could obey or
+    choke on becomes a visible escape (``\\x1b``, ``\\r``, ``\\u202e``, ``\\ud800``): C0 and C1
+    controls (ANSI/OSC sequences lose their ESC), bidi overrides and other format characters,
+    line separators and lone surrogates. Newlines and tabs stay unless ``one_line`` (names)."""
+    keep = _JOINERS if one_line else _JOINERS + "\n\t"
+    return "".join(ch if ch.isprintable() or ch in keep else _escape(ch) for ch in text)
 
 
-def shown(text: str) -> str:
-    """Student-controlled text made safe for a terminal: control characters (ANSI and OSC
-    escapes included) become visible ``\\xNN`` escapes; newlines and tabs stay."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+def _escape(ch: str) -> str:
+    code = ord(ch)
+    if ch in _NAMED:
+        return _NAMED[ch]
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
 
 CheckStatus = Literal["passed", "failed", "error", "timeout", "crashed", "oom", "not_gradable"]
 Visibility = Literal["visible", "hidden", "after_due_date", "after_published"]

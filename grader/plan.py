@@ -27,6 +27,7 @@ class PlannedCheck(Record):
     probe: str
     timeout_s: float
     inputs: dict[str, Any]
+    visible: bool = True  # hidden checks' inputs reach the sandbox only after the visible ones ran
 
     def decoded(self) -> Inputs:
         from .harness.probes import decode_inputs
@@ -39,6 +40,7 @@ class Job(Record):
 
     module: str
     seed: int
+    numpy_seed: int = 0  # seeds unseeded student initialisations; reveals nothing about ``seed``
     parallel: int = 2
     import_timeout_s: float
     total_timeout_s: float
@@ -59,6 +61,8 @@ def plan(rubric: Rubric, checks: tuple[CheckSpec, ...], seed: int) -> Job:
         rng = np.random.default_rng([base, zlib.crc32(check.id.encode())])
         inputs = probes[check.probe].make_inputs(rng)
         planned.append(PlannedCheck(id=check.id, probe=check.probe, timeout_s=check.timeout_s,
-                                    inputs=encode_inputs(inputs)))
-    return Job(module=rubric.module, seed=seed, parallel=min(2, os.cpu_count() or 1), import_timeout_s=rubric.import_timeout_s,
+                                    inputs=encode_inputs(inputs), visible=check.public))
+    numpy_seed = int.from_bytes(hashlib.sha256(f"numpy:{seed}".encode()).digest()[:4], "big")
+    return Job(module=rubric.module, seed=seed, numpy_seed=numpy_seed, parallel=min(2, os.cpu_count() or 1),
+               import_timeout_s=rubric.import_timeout_s,
                total_timeout_s=rubric.total_timeout_s, checks=tuple(planned))

@@ -11,10 +11,21 @@ collection alone. When enabled, the submission file becomes the run's only colle
 visibility (``-m "not hidden"``). The submission is graded once, when the first item runs; each item
 then reads its check's result. Points go to each item's ``user_properties`` (``--junitxml``
 properties ``points``, ``max_points``, ``status``), to ``-v`` status words and to a summary line.
+
+Whoever runs pytest decides how it scores; the repository it runs in does not. Only the command
+line (and ``PYTEST_ADDOPTS``) may give ``--rubric`` a file. An ini file, its ``addopts`` or a
+``conftest.py`` setting an option may only select an installed rubric by id (``grade_rubric =
+tinytorch-11-embeddings``, optionally pinned: ``...@sha256:1a2b3c4d``) and only name a submission
+inside the ini's own folder; anything else is a usage error that says so. (A course grading a
+student's checkout also runs that checkout's ``conftest.py``: use ``--noconftest``, see
+docs/COURSE_SETUP.md.)
 """
 
 from __future__ import annotations
 
+import argparse
+import os
+import shlex
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,7 +54,9 @@ OPTIONS = (
     ("--grade", "grade_path", "PATH", "grade this notebook (.ipynb) or jupytext .py file: one test per rubric check"),
     ("--module", "grade_module", "MODULE",
      "grade the student's work for this module in the TinyTorch checkout: 11, embeddings or 11_embeddings"),
-    ("--rubric", "grade_rubric", "TOML", "rubric .toml to grade with (default: the bundled rubric of the module)"),
+    ("--rubric", "grade_rubric", "RUBRIC",
+     "rubric to grade with: an installed rubric's id (ID or ID@sha256:HEX), or a .toml file on the command line "
+     "only (default: the bundled rubric of the module)"),
     ("--backend", "grade_backend", "NAME", "sandbox: local (practice run, the default) or docker (official)"),
 )
 
@@ -54,7 +67,8 @@ class Settings:
 
     path: Path | None = None
     module: str | None = None
-    rubric: Path | None = None
+    rubric: Path | None = None  # a rubric file: only ever from the command line
+    rubric_id: str | None = None  # an installed rubric, by id (and hash)
     backend: str = "local"
 
     @property
@@ -90,30 +104,76 @@ def pytest_configure(config: pytest.Config) -> None:
         config.args[:] = [str(grading.work.path)]
 
 
-def resolve_settings(config: pytest.Config) -> Settings:
-    """One place that reads every option: the flag if given, else its ini twin; paths made absolute."""
-    values: dict[str, tuple[str, str, Path]] = {}
-    for flag, ini, _, _ in OPTIONS:
-        cli = config.getoption(ini)
-        if cli is not None and str(cli) != "":
-            values[ini] = (str(cli), flag, config.invocation_params.dir)
-            continue
-        raw = config.getini(ini)
-        if isinstance(raw, str) and raw.strip():
-            base = config.inipath.parent if config.inipath else config.rootpath
-            values[ini] = (raw.strip(), f"{ini} in {config.inipath or 'the ini file'}", base)
+@dataclass(frozen=True)
+class _Value:
+    text: str
+    where: str
+    base: Path
+    trusted: bool  # from the command line of whoever runs pytest, not from the repository
 
-    def path(ini: str) -> Path | None:
-        if ini not in values:
-            return None
-        value, _, base = values[ini]
-        return (base / value).resolve()
+
+def resolve_settings(config: pytest.Config) -> Settings:
+    """One place that reads every option: the flag if given, else its ini twin; paths made absolute.
+    A value that the repository supplies (ini, its addopts, a conftest) can choose less."""
+    from_cli = _command_line(config)
+    ini_base = config.inipath.parent if config.inipath else config.rootpath
+    ini_name = str(config.inipath or "the ini file")
+    values: dict[str, _Value] = {}
+    for flag, ini, _, _ in OPTIONS:
+        option = config.getoption(ini)
+        if ini in from_cli:
+            values[ini] = _Value(from_cli[ini], flag, config.invocation_params.dir, True)
+        elif option is not None and str(option) != "":
+            values[ini] = _Value(str(option), f"{flag} in the addopts of {ini_name} (or a conftest.py)", ini_base, False)
+        elif isinstance(raw := config.getini(ini), str) and raw.strip():
+            values[ini] = _Value(raw.strip(), f"{ini} in {ini_name}", ini_base, False)
 
     backend = "local"
     if "grade_backend" in values:
-        backend = _validate_backend(*values["grade_backend"][:2])
-    module = values["grade_module"][0] if "grade_module" in values else None
-    return Settings(path=path("grade_path"), module=module, rubric=path("grade_rubric"), backend=backend)
+        backend = _validate_backend(values["grade_backend"].text, values["grade_backend"].where)
+    module = values["grade_module"].text if "grade_module" in values else None
+    path = _submission_path(values["grade_path"]) if "grade_path" in values else None
+    rubric, rubric_id = _rubric_choice(values["grade_rubric"]) if "grade_rubric" in values else (None, None)
+    return Settings(path=path, module=module, rubric=rubric, rubric_id=rubric_id, backend=backend)
+
+
+def _command_line(config: pytest.Config) -> dict[str, str]:
+    """The plugin's flags as given on the command line and in PYTEST_ADDOPTS, which pytest reads
+    before an ini file's ``addopts`` (those can come from the student's repository)."""
+    parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False, fromfile_prefix_chars="@",
+                                     exit_on_error=False)
+    for flag, ini, _, _ in OPTIONS:
+        parser.add_argument(flag, dest=ini)
+    args = [*shlex.split(os.environ.get("PYTEST_ADDOPTS", "")), *map(str, config.invocation_params.args)]
+    try:
+        known, _ = parser.parse_known_args(args)
+    except (argparse.ArgumentError, OSError, ValueError):
+        return {}  # pytest has already refused such a command line
+    return {k: v for k, v in vars(known).items() if v}
+
+
+def _submission_path(value: _Value) -> Path:
+    path = (value.base / value.text).resolve()
+    if not value.trusted and not path.is_relative_to(value.base.resolve()):
+        raise pytest.UsageError(f"{value.text!r} from {value.where} is outside {value.base}: a repository's settings "
+                                "may only name a submission inside it; pass --grade PATH on the command line")
+    return path
+
+
+def _rubric_choice(value: _Value) -> tuple[Path | None, str | None]:
+    """(a rubric file, an installed rubric's id): a file only from the command line."""
+    from .locate import RUBRIC_SELECTOR
+
+    is_id = RUBRIC_SELECTOR.match(value.text) is not None and not value.text.lower().endswith(".toml")
+    if value.trusted:
+        file = (value.base / value.text).resolve()
+        return (None, value.text) if is_id and not file.exists() else (file, None)
+    if not is_id:
+        raise pytest.UsageError(
+            f"rubric {value.text!r} from {value.where}: settings in the graded repository may only select an "
+            "installed rubric by id (e.g. grade_rubric = tinytorch-11-embeddings), never a file; "
+            "the course passes a rubric file with --rubric on the command line")
+    return None, value.text
 
 
 def _validate_backend(value: str, where: str) -> str:
@@ -144,7 +204,16 @@ class GradingSession:
     def open(cls, config: pytest.Config, settings: Settings) -> GradingSession:
         """Find the submission and load the rubric; any problem is a usage error with one line."""
         from .errors import GraderError
-        from .locate import ModuleRef, ModuleWork, locate, module_label, parse_module, rubric_for, rubric_module_number
+        from .locate import (
+            ModuleRef,
+            ModuleWork,
+            installed_rubric,
+            locate,
+            module_label,
+            parse_module,
+            rubric_for,
+            rubric_module_number,
+        )
         from .rubric import load_rubric
 
         try:
@@ -157,7 +226,9 @@ class GradingSession:
                 assert ref is not None  # enabled means a path or a module
                 work = locate(ref, [config.invocation_params.dir, config.rootpath], hint="or pass --grade PATH")
             rubric_path = settings.rubric
-            if rubric_path is None and (work.name or ref is not None):
+            if settings.rubric_id is not None:
+                rubric_path = installed_rubric(settings.rubric_id).path
+            elif rubric_path is None and (work.name or ref is not None):
                 rubric_path = rubric_for(ModuleRef(None, work.name) if work.name else ref).path  # type: ignore[arg-type]
             rubric = load_rubric(rubric_path)
         except GraderError as e:
@@ -169,8 +240,8 @@ class GradingSession:
 
     def pytest_report_header(self, config: pytest.Config) -> str:
         kind = "official run" if self.settings.backend == "docker" else "practice run"
-        return (f"grading: {self.work.path} as {self.label} with rubric {self.rubric.id} "
-                f"({kind}, {self.settings.backend} backend)")
+        return (f"grading: {self.work.path} as {self.label} with rubric {self.rubric.id}@sha256:"
+                f"{self.rubric.sha256[:12]} ({kind}, {self.settings.backend} backend)")
 
     def pytest_collect_file(self, file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
         if file_path == self.work.path and file_path.suffix != ".py":

@@ -173,3 +173,70 @@ def test_an_unavailable_backend_is_a_usage_error(run: Run, pytester: pytest.Pyte
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["ERROR: backend 'docker': *"])
     assert "Traceback" not in result.stderr.str()
+
+
+# ---- scoring settings come from the course, never from the graded repository -----------------
+
+
+def one_check_rubric(path: Path) -> Path:
+    """A rubric that gives all 100 points to emb_shape: what a student would like to be graded with."""
+    import re
+
+    text = (Path(__file__).parents[1] / "rubrics" / "embeddings.toml").read_text(encoding="utf-8")
+    text = re.sub(r"(?m)^points = \d+", "points = 0", text).replace("points = 0", "points = 100", 1)  # emb_shape
+    path.write_text(text.replace('id = "tinytorch-11-embeddings"', 'id = "mine"'), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("ini", [
+    pytest.param("[pytest]\ngrade_rubric = evil.toml\n", id="ini-twin"),
+    pytest.param("[pytest]\naddopts = --rubric evil.toml\n", id="ini-addopts"),
+    pytest.param("[pytest]\ngrade_rubric = ./evil\n", id="path-without-suffix"),
+])
+def test_a_rubric_file_named_by_the_repository_is_refused(run: Run, pytester: pytest.Pytester, ini: str) -> None:
+    one_check_rubric(pytester.path / "evil.toml")
+    one_check_rubric(pytester.path / "evil")
+    sub = submission(pytester, BUGGY)
+    pytester.makeini(ini)
+    result = run("--grade", sub)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: rubric *evil* from * in *tox.ini*: settings in the graded repository may "
+                                 "only select an installed rubric by id (e.g. grade_rubric = tinytorch-11-embeddings), "
+                                 "never a file; the course passes a rubric file with --rubric on the command line"])
+    assert "passed" not in result.stdout.str() and "100/100" not in result.stdout.str()
+
+
+def test_the_repository_may_select_an_installed_rubric_by_id_and_hash(run: Run, pytester: pytest.Pytester) -> None:
+    from grader.rubric import load_rubric
+
+    rubric = load_rubric()
+    sub = submission(pytester, BUGGY)
+    pytester.makeini(f"[pytest]\ngrade_rubric = {rubric.id}@sha256:{rubric.sha256[:16]}\n")
+    result = run("--grade", sub, "-k", "emb_shape")
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines([f"grading: * with rubric {rubric.id}@sha256:{rubric.sha256[:12]} *",
+                                 "module 11 embeddings: 5/5 (1/1 checks)"])
+    pytester.makeini(f"[pytest]\ngrade_rubric = {rubric.id}@sha256:{'0' * 16}\n")  # another version of it
+    wrong = run("--grade", sub, "--collect-only")
+    assert wrong.ret == pytest.ExitCode.USAGE_ERROR
+    wrong.stderr.fnmatch_lines([f"ERROR: no installed rubric is '{rubric.id}@sha256:{'0' * 16}' "
+                                f"(installed: {rubric.id}@sha256:{rubric.sha256[:12]})"])
+
+
+def test_the_course_command_line_may_still_pass_a_rubric_file(run: Run, pytester: pytest.Pytester) -> None:
+    evil = one_check_rubric(pytester.path / "course-rubric.toml")
+    result = run("--grade", submission(pytester, BUGGY), "--rubric", evil)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["grading: * with rubric mine@sha256:*", "module 11 embeddings: 100/100 (14/16 checks)"])
+
+
+def test_the_repository_names_no_submission_outside_itself(run: Run, pytester: pytest.Pytester) -> None:
+    other = submission(pytester, "correct_tinytorch.ipynb", "classmate/11_embeddings.ipynb")
+    repo = pytester.path / "mine"
+    repo.mkdir()
+    (repo / "tox.ini").write_text(f"[pytest]\ngrade_path = ../classmate/{other.name}\n", encoding="utf-8")
+    result = run("--collect-only", "--rootdir", repo, "-c", repo / "tox.ini")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: '../classmate/11_embeddings.ipynb' from grade_path in *tox.ini is outside *mine: "
+                                 "a repository's settings may only name a submission inside it; pass --grade PATH on "
+                                 "the command line"])

@@ -1,4 +1,9 @@
-"""Safe extraction of a submissions ``.zip``: every member is validated before anything is written."""
+"""Safe extraction of a submissions ``.zip``: every member is validated before anything is written.
+
+A member that could escape the folder (absolute, ``..``) or a bomb refuses the whole archive. A
+symbolic link or another special file is one student's odd upload, not a broken archive: it is
+skipped, and the note naming it is returned, so the rest of the class is still graded.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from ..errors import SubmissionError
+from .names import shown_name
 
 
 @dataclass(frozen=True)
@@ -18,8 +24,9 @@ class ArchiveLimits:
     max_ratio: int = 200  # a member that inflates more than this is a zip bomb
 
 
-def extract_zip(archive: Path, dest: Path, limits: ArchiveLimits = ArchiveLimits()) -> None:
-    """Extract ``archive`` into ``dest`` or raise SubmissionError naming the first bad member."""
+def extract_zip(archive: Path, dest: Path, limits: ArchiveLimits = ArchiveLimits()) -> list[str]:
+    """Extract ``archive`` into ``dest`` or raise SubmissionError naming the first bad member;
+    returns a note for each member skipped (symbolic links, special files)."""
     try:
         zf = zipfile.ZipFile(archive)
     except (zipfile.BadZipFile, OSError) as e:
@@ -29,16 +36,23 @@ def extract_zip(archive: Path, dest: Path, limits: ArchiveLimits = ArchiveLimits
         if len(members) > limits.max_members:
             raise SubmissionError(f"{archive.name}: {len(members)} members, over the {limits.max_members} limit")
         total = 0
+        notes: list[str] = []
+        kept: list[zipfile.ZipInfo] = []
         for m in members:
             _validate(archive.name, m, limits)
+            skipped = _special(m)
+            if skipped:
+                notes.append(f"{_member(m)}: {skipped} in {shown_name(archive.name)}; skipped")
+                continue
+            kept.append(m)
             total += m.file_size
         if total > limits.max_total_bytes:
             raise SubmissionError(f"{archive.name}: unpacks to {total} bytes, over the {limits.max_total_bytes} limit")
         root = dest.resolve()
-        for m in members:
+        for m in kept:
             target = (root / m.filename).resolve()
             if not target.is_relative_to(root):
-                raise SubmissionError(f"{archive.name}: member {m.filename!r} would land outside the folder")
+                raise SubmissionError(f"{archive.name}: member {_member(m)} would land outside the folder")
             if m.is_dir():
                 target.mkdir(parents=True, exist_ok=True)
                 continue
@@ -49,22 +63,31 @@ def extract_zip(archive: Path, dest: Path, limits: ArchiveLimits = ArchiveLimits
                     out.write(chunk)
                     remaining -= len(chunk)
                 if remaining <= 0:
-                    raise SubmissionError(f"{archive.name}: member {m.filename!r} is larger than it claims")
+                    raise SubmissionError(f"{archive.name}: member {_member(m)} is larger than it claims")
+    return notes
+
+
+def _member(m: zipfile.ZipInfo) -> str:
+    return f"'{shown_name(m.filename, 200)}'"
+
+
+def _special(m: zipfile.ZipInfo) -> str:
+    """Why a member is not extracted ("" for a regular file or folder)."""
+    kind = stat.S_IFMT(m.external_attr >> 16)  # 0 when the archiver recorded no Unix type (e.g. on Windows)
+    if kind == stat.S_IFLNK:
+        return "a symbolic link"
+    if kind and kind not in (stat.S_IFREG, stat.S_IFDIR):
+        return "not a regular file"
+    return ""
 
 
 def _validate(name: str, m: zipfile.ZipInfo, limits: ArchiveLimits) -> None:
     path = PurePosixPath(m.filename.replace("\\", "/"))
-    mode = m.external_attr >> 16
     if m.filename.startswith(("/", "\\")) or path.is_absolute() or (path.parts and ":" in path.parts[0]):
-        raise SubmissionError(f"{name}: member {m.filename!r} has an absolute path")
+        raise SubmissionError(f"{name}: member {_member(m)} has an absolute path")
     if ".." in path.parts:
-        raise SubmissionError(f"{name}: member {m.filename!r} climbs out with '..'")
-    if stat.S_ISLNK(mode):
-        raise SubmissionError(f"{name}: member {m.filename!r} is a symbolic link")
-    kind = stat.S_IFMT(mode)  # 0 when the archiver recorded no Unix type (e.g. on Windows)
-    if kind and kind not in (stat.S_IFREG, stat.S_IFDIR):
-        raise SubmissionError(f"{name}: member {m.filename!r} is not a regular file")
+        raise SubmissionError(f"{name}: member {_member(m)} climbs out with '..'")
     if m.file_size > limits.max_member_bytes:
-        raise SubmissionError(f"{name}: member {m.filename!r} is {m.file_size} bytes, over the limit")
+        raise SubmissionError(f"{name}: member {_member(m)} is {m.file_size} bytes, over the limit")
     if m.compress_size and m.file_size / m.compress_size > limits.max_ratio:
-        raise SubmissionError(f"{name}: member {m.filename!r} inflates {m.file_size // m.compress_size}x (zip bomb?)")
+        raise SubmissionError(f"{name}: member {_member(m)} inflates {m.file_size // m.compress_size}x (zip bomb?)")

@@ -1,5 +1,13 @@
 """Find the submissions in a batch source: a folder of files, nbgrader's ``submitted/`` tree,
-a Gradescope export, or a ``.zip`` of any of these. Nothing here reads a notebook's content."""
+a Gradescope export, or a ``.zip`` of any of these. Nothing here reads a notebook's content.
+
+Identity is matched exactly. A Gradescope submission is filed under each submitter's SID, or,
+without one, the submitter's full e-mail address (never its local part: ``bob@evil.example`` is
+not ``bob``); two submissions claiming one student stop the batch with an error naming both.
+Every name taken from a submission (file names, names, e-mails, timestamps) is stored through
+``shown_name``: no control character, bidi override or lone surrogate reaches a log or a file.
+A file whose name is not valid UTF-8 is skipped for that student, with a note.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +18,7 @@ from typing import Any
 
 from ..errors import SubmissionError
 from .archive import extract_zip
-from .names import check_name
+from .names import check_name, is_safe, shown_name
 
 SUFFIXES = (".ipynb", ".py")
 PREFERRED = ("11_embeddings.ipynb", "embeddings.ipynb", "embeddings_dev.ipynb", "11_embeddings.py")
@@ -41,9 +49,10 @@ def discover(source: Path, scratch: Path) -> Discovery:
     if source.is_file() and source.suffix.lower() == ".zip":
         target = scratch / "unzipped"
         target.mkdir(parents=True, exist_ok=True)
-        extract_zip(source, target)
+        notes = extract_zip(source, target)
         inner = discover(_single_root(target), scratch / "inner")
         inner.layout = f"zip of {inner.layout}"
+        inner.problems[:0] = notes
         return inner
     if not source.is_dir():
         raise SubmissionError(f"{source}: not a folder or .zip of submissions")
@@ -76,7 +85,7 @@ def _flat(folder: Path) -> Discovery:
         if f.suffix.lower() not in SUFFIXES:
             continue
         if f.is_symlink():
-            found.problems.append(f"{_shown(f.name)}: symbolic link refused")
+            found.problems.append(f"{shown_name(f.name)}: symbolic link refused")
             continue
         _add(found, f.stem, f)
     return found
@@ -86,21 +95,28 @@ def _nbgrader(submitted: Path) -> Discovery:
     found = Discovery("nbgrader submitted/")
     for student in sorted(submitted.iterdir()):
         if student.is_symlink() or not student.is_dir():
-            found.problems.append(f"{_shown(student.name)}: not a student folder (symbolic link or file)")
+            found.problems.append(f"{shown_name(student.name)}: not a student folder (symbolic link or file)")
             continue
         assignments = _dirs(student)
         if len(assignments) > 1:
             preferred = [a for a in assignments if "embedding" in a.name.lower() or a.name.startswith("11")]
             assignments = preferred[:1] or assignments[:1]
         if not assignments:
-            found.problems.append(f"{_shown(student.name)}: no assignment folder")
+            found.problems.append(f"{shown_name(student.name)}: no assignment folder")
             continue
         notebook = _pick(assignments[0].iterdir(), found, student.name)
         if notebook is not None:
-            stamp = assignments[0] / "timestamp.txt"
-            when = stamp.read_text(encoding="utf-8", errors="replace").strip()[:64] if stamp.is_file() else ""
-            _add(found, student.name, notebook, submitted_at=when)
+            _add(found, student.name, notebook, submitted_at=_timestamp(assignments[0] / "timestamp.txt"))
     return found
+
+
+def _timestamp(stamp: Path) -> str:
+    """nbgrader's ``timestamp.txt``: its first line, at most 64 characters, shown safely."""
+    if stamp.is_symlink() or not stamp.is_file():
+        return ""
+    with stamp.open("rb") as f:
+        head = f.read(256).decode("utf-8", errors="replace")
+    return shown_name(head.strip().split("\n")[0], 64)
 
 
 def _gradescope(folder: Path) -> Discovery:
@@ -109,35 +125,82 @@ def _gradescope(folder: Path) -> Discovery:
     found = Discovery("Gradescope export")
     try:
         meta: dict[str, Any] = yaml.safe_load((folder / "submission_metadata.yml").read_text(encoding="utf-8")) or {}
-    except (yaml.YAMLError, OSError) as e:
-        raise SubmissionError(f"submission_metadata.yml: cannot be read ({str(e)[:120]})") from None
-    for key, info in sorted(meta.items()):
-        sub_dir = folder / str(key)
+    except (yaml.YAMLError, OSError, UnicodeDecodeError) as e:
+        raise SubmissionError(f"submission_metadata.yml: cannot be read ({shown_name(str(e), 120)})") from None
+    if not isinstance(meta, dict):
+        raise SubmissionError("submission_metadata.yml: not a mapping of submissions; give Gradescope's export as is")
+    claims: dict[str, str] = {}  # identity (folded) -> the submission that claims it
+    for key, info in sorted(meta.items(), key=lambda kv: str(kv[0])):
+        key = str(key)
+        sub_dir = folder / key
         if not isinstance(info, dict):
-            found.problems.append(f"{_shown(str(key))}: metadata entry is not a mapping")
+            found.problems.append(f"{shown_name(key)}: metadata entry is not a mapping")
             continue
-        if sub_dir.is_symlink() or not sub_dir.is_dir():
-            found.problems.append(f"{_shown(str(key))}: listed in the metadata but has no folder")
+        if not is_safe(key) or sub_dir.is_symlink() or not sub_dir.is_dir():
+            found.problems.append(f"{shown_name(key)}: listed in the metadata but has no folder")
             continue
-        submitters = info.get(":submitters") or info.get("submitters") or [{}]
-        first = submitters[0] if isinstance(submitters, list) and submitters and isinstance(submitters[0], dict) else {}
-        sid = str(first.get(":sid") or first.get("sid") or "").strip()
-        email = str(first.get(":email") or first.get("email") or "")
-        student = sid or email.split("@")[0] or str(key)
-        notebook = _pick(sub_dir.rglob("*"), found, student)
-        if notebook is not None:
-            _add(found, student, notebook, name=str(first.get(":name") or first.get("name") or ""), email=email,
-                 submitted_at=str(info.get(":created_at") or info.get("created_at") or ""))
+        submitters = _submitters(info, key)
+        for who in submitters:
+            other = claims.setdefault(_folded(who.student_id), key)
+            if other != key:
+                raise SubmissionError(
+                    f"Gradescope export: submissions {shown_name(other)} and {shown_name(key)} both claim student "
+                    f"'{shown_name(who.student_id)}'; nothing was graded. Keep one of them (fix "
+                    "submission_metadata.yml or remove a folder) and run the batch again")
+        notebook = _pick(sub_dir.rglob("*"), found, key)
+        if notebook is None:
+            continue
+        when = shown_name(str(info.get(":created_at") or info.get("created_at") or ""), 64)
+        for who in submitters:
+            _add(found, who.student_id, notebook, name=who.name, email=who.email, submitted_at=when)
     return found
+
+
+@dataclass(frozen=True)
+class _Submitter:
+    student_id: str
+    name: str
+    email: str
+
+
+def _submitters(info: dict[str, Any], key: str) -> list[_Submitter]:
+    """Everyone a submission is filed under (a group submission counts for each member): the SID,
+    else the full e-mail; a submission that names nobody is filed under its own key."""
+    raw = info.get(":submitters") or info.get("submitters") or []
+    found: dict[str, _Submitter] = {}
+    for person in raw if isinstance(raw, list) else []:
+        if not isinstance(person, dict):
+            continue
+        sid = _field(person, "sid")
+        email = _field(person, "email")
+        ident = sid or email
+        if ident and _folded(ident) not in {_folded(i) for i in found}:
+            found[ident] = _Submitter(ident, shown_name(_field(person, "name"), 200), shown_name(email, 200))
+    return list(found.values()) or [_Submitter(key, "", "")]
+
+
+def _field(person: dict[str, Any], name: str) -> str:
+    value = person.get(f":{name}", person.get(name))
+    return "" if value is None or isinstance(value, dict | list) else str(value).strip()
+
+
+def _folded(identity: str) -> str:
+    """E-mail addresses are one identity whatever their case; SIDs are compared as written."""
+    return identity.casefold() if "@" in identity else identity
 
 
 def _pick(files: Iterable[Path], found: Discovery, student: str) -> Path | None:
     """The one notebook of a submission folder: a module-11 name, or the only candidate."""
     candidates = []
+    refused = False
     for f in files:
         if f.suffix.lower() in SUFFIXES:
-            if f.is_symlink():
-                found.problems.append(f"{_shown(student)}: {_shown(f.name)} is a symbolic link, refused")
+            if not _decodable(f.name):
+                refused = True
+                found.problems.append(f"{shown_name(student)}: file name '{shown_name(f.name)}' is not valid UTF-8; "
+                                      "that file is not graded (rename it and submit again)")
+            elif f.is_symlink():
+                found.problems.append(f"{shown_name(student)}: {shown_name(f.name)} is a symbolic link, refused")
             elif f.is_file() and "checkpoint" not in f.name:
                 candidates.append(f)
     by_name = [f for f in candidates if f.name in PREFERRED]
@@ -146,7 +209,9 @@ def _pick(files: Iterable[Path], found: Discovery, student: str) -> Path | None:
     notebooks = [f for f in candidates if f.suffix == ".ipynb"] or candidates
     if len(notebooks) == 1:
         return notebooks[0]
-    found.problems.append(f"{_shown(student)}: " + ("no notebook found" if not notebooks else
+    if refused and not notebooks:
+        return None
+    found.problems.append(f"{shown_name(student)}: " + ("no notebook found" if not notebooks else
                           f"{len(notebooks)} notebooks and none named like module 11; skipped"))
     return None
 
@@ -162,5 +227,10 @@ def _add(found: Discovery, student: str, path: Path, **info: str) -> None:
     found.entries.append(Entry(student, path, **info))
 
 
-def _shown(name: str) -> str:
-    return name.encode("unicode_escape").decode("ascii")[:80]
+def _decodable(name: str) -> bool:
+    """False for a file name with bytes that are not UTF-8 (os.fsdecode keeps them as lone surrogates)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True

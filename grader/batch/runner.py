@@ -16,8 +16,10 @@ from .. import __version__
 from ..errors import GraderError, SubmissionError
 from ..grade import Grader
 from ..load import LoadLimits
+from ..models import shown
 from ..rubric import Rubric, load_rubric
 from .layouts import Discovery, Entry, discover
+from .names import shown_name
 from .store import SQLiteStore, StoredResult, cache_key, now
 
 
@@ -80,21 +82,22 @@ def _grade_all(todo: list[tuple[Entry, str]], rubric: Rubric, backend: str, work
 
     def grade_one(entry: Entry, key: str) -> StoredResult:
         if not hasattr(local, "grader"):
-            local.grader = Grader(rubric, backend)
+            local.grader = Grader(rubric, backend, official=True)
             with lock:
                 graders.append(local.grader)
-        base = dict(student_id=entry.student_id, cache_key=key, sha256=key.split(":")[0], file_name=entry.path.name,
-                    name=entry.name, email=entry.email, submitted_at=entry.submitted_at)
+        base = dict(student_id=entry.student_id, cache_key=key, sha256=key.split(":")[0],
+                    file_name=shown_name(entry.path.name, 255), name=entry.name, email=entry.email,
+                    submitted_at=entry.submitted_at)
         try:
             report = local.grader.grade(entry.path)
         except SubmissionError as e:
-            return StoredResult(**base, status="invalid", reason=str(e), score=None, max_score=None, report=None,
+            return StoredResult(**base, status="invalid", reason=shown(str(e)), score=None, max_score=None, report=None,
                                 graded_at=now())
         except GraderError as e:
-            return StoredResult(**base, status="failed_to_grade", reason=str(e), score=None, max_score=None,
+            return StoredResult(**base, status="failed_to_grade", reason=shown(str(e)), score=None, max_score=None,
                                 report=None, graded_at=now())
         except Exception as e:  # a grader bug must not stop the class; it is flagged, never scored 0
-            reason = f"internal grader error, please report it: {type(e).__name__}: {str(e)[:300]}"
+            reason = f"internal grader error, please report it: {type(e).__name__}: {shown(str(e)[:300])}"
             return StoredResult(**base, status="failed_to_grade", reason=reason, score=None, max_score=None,
                                 report=None, graded_at=now())
         return StoredResult(**base, status="graded", reason="", score=report.score, max_score=report.max_score,

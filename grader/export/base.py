@@ -4,6 +4,11 @@ Scores are copied from the stored reports, never recomputed. A student in the ro
 submission is a row with status ``missing`` and score 0; a submission that is ``invalid`` or
 ``failed_to_grade`` is a row with score 0 and its status. Nothing is dropped: every oddity is
 listed in ``Gradebook.problems``.
+
+A submission joins a roster student by exact identity: the same student id, or, for a submission
+filed under its submitter's e-mail (a Gradescope export without SIDs), the same full e-mail
+address (case-insensitive). Never by a local part or a name. Two submissions claiming one roster
+student are ``Gradebook.conflicts``: the export command refuses to write a gradebook with any.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from pathlib import PurePosixPath
 from typing import Literal, Protocol
 
 from ..batch.store import StoredResult
-from ..models import Visibility
+from ..models import Visibility, shown
 from ..rubric import Rubric
 from .roster import Roster, RosterEntry, split_name
 
@@ -110,6 +115,8 @@ class Gradebook:
     rubric: Rubric | None = None
     canvas_assignment_id: str = ""
     due_date: str = ""
+    conflicts: tuple[str, ...] = ()
+    with_roster: bool = False
 
 
 def build_gradebook(results: Iterable[StoredResult], *, rubric: Rubric | None, roster: Roster | None = None,
@@ -124,11 +131,15 @@ def build_gradebook(results: Iterable[StoredResult], *, rubric: Rubric | None, r
         problems.append("no results are stored yet: run 'grader batch SOURCE --out RESULTS_DIR' first")
     by_id = {r.student_id: r for r in stored}
     rows: list[GradeRow] = []
+    conflicts: list[str] = []
     if roster is not None:
         missing = []
-        for entry in roster.entries:
-            result = by_id.pop(entry.student_id, None)
-            if result is None:
+        for entry, claims in match_roster(roster, by_id):
+            if len(claims) > 1:
+                conflicts.append(f"submissions filed as {' and '.join(repr(r.student_id) for r in claims)} both claim "
+                                 f"roster student {entry.student_id!r} (line {entry.line}); neither is exported")
+            result = claims[0] if len(claims) == 1 else None
+            if not claims:
                 missing.append(entry.student_id)
             rows.append(_row(entry.student_id, result, entry, max_score))
         if missing:
@@ -147,7 +158,24 @@ def build_gradebook(results: Iterable[StoredResult], *, rubric: Rubric | None, r
             problems.append(f"{len(stale)} result(s) were graded with another version of the rubric: "
                             f"{', '.join(stale)}; run the batch again to regrade them")
     title = assignment or (rubric.title if rubric is not None else "") or "Assignment"
-    return Gradebook(title, max_score, checks, tuple(rows), tuple(problems), rubric, canvas_assignment_id, due_date)
+    return Gradebook(title, max_score, checks, tuple(rows), tuple(problems), rubric, canvas_assignment_id, due_date,
+                     tuple(conflicts), roster is not None)
+
+
+def match_roster(roster: Roster, unclaimed: dict[str, StoredResult]) -> list[tuple[RosterEntry, list[StoredResult]]]:
+    """Each roster entry with the submissions that claim it, taken out of ``unclaimed``: the one
+    filed under its student id, and any filed under its full e-mail address."""
+    by_email: dict[str, list[str]] = {}
+    for sid, result in unclaimed.items():
+        if result.email and result.student_id == result.email:  # filed by e-mail: no SID was given
+            by_email.setdefault(result.email.casefold(), []).append(sid)
+    matched = []
+    for entry in roster.entries:
+        ids = [entry.student_id] if entry.student_id in unclaimed else []
+        if entry.email:
+            ids += [sid for sid in by_email.get(entry.email.casefold(), []) if sid not in ids and sid in unclaimed]
+        matched.append((entry, [unclaimed.pop(sid) for sid in ids]))
+    return matched
 
 
 def _row(student_id: str, result: StoredResult | None, entry: RosterEntry | None, max_score: float) -> GradeRow:
@@ -172,9 +200,10 @@ _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
 def text_cell(value: str) -> str:
-    """A cell for a spreadsheet: one line, and never a formula (a leading = + - @ gets a quote,
-    unless the cell is a number or a dash placeholder such as Otter's "--")."""
-    value = " ".join(value.split())
+    """A cell for a spreadsheet: one line without control characters (``shown``), and never a
+    formula (a leading = + - @ gets a quote, unless the cell is a number or a dash placeholder
+    such as Otter's "--")."""
+    value = shown(" ".join(value.split()), one_line=True)
     if not value.startswith(_FORMULA_START) or value.strip("-") == "" or _is_number(value):
         return value
     return "'" + value

@@ -8,13 +8,17 @@ Identities come from the roster (``canvas_id``, ``sis_user_id``, ``sis_login_id`
 Without ``--canvas-assignment-id`` the header has no ``(id)`` and Canvas creates a new assignment.
 Canvas has no status column: rows not graded hold 0, and their status is in the command's report
 and the plain CSV.
+
+Canvas matches a row without an id by its name. With a roster, a submission that no roster
+student's id or e-mail claims is left out: its only name is the one the submission itself gives,
+so a throw-away account named like a classmate would overwrite that classmate's score.
 """
 
 from __future__ import annotations
 
 from pathlib import PurePosixPath
 
-from .base import ExportFile, Gradebook, csv_text, points
+from .base import ExportFile, Gradebook, GradeRow, csv_text, points
 
 IDENTITY = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
 
@@ -31,14 +35,24 @@ class CanvasExporter:
 
     def render(self, book: Gradebook) -> list[ExportFile]:
         rows = [[*IDENTITY, assignment_header(book)], ["Points Possible", "", "", "", "", f"{book.max_score:.2f}"]]
-        for row in book.rows:
+        for row in self.rows(book):
             r = row.roster
             rows.append([row.name or row.student_id, r.canvas_id if r else "", r.sis_user_id if r else "",
                          r.sis_login_id if r else "", r.section if r else "", points(row.score)])
         return [ExportFile(PurePosixPath(self.default_name), csv_text(rows))]
 
     @staticmethod
+    def rows(book: Gradebook) -> list[GradeRow]:
+        """The rows written: every row, but only roster students when there is a roster."""
+        return [row for row in book.rows if row.roster is not None or not book.with_roster]
+
+    @staticmethod
+    def left_out(book: Gradebook) -> list[str]:
+        """Submissions with no roster student, left out of the file (see the module docstring)."""
+        return [row.student_id for row in book.rows if row.roster is None and book.with_roster]
+
+    @staticmethod
     def unmatched(book: Gradebook) -> list[str]:
         """Rows Canvas can match only by name (no Canvas id, SIS User ID or SIS Login ID)."""
-        return [row.student_id for row in book.rows
+        return [row.student_id for row in CanvasExporter.rows(book)
                 if row.roster is None or not (row.roster.canvas_id or row.roster.sis_user_id or row.roster.sis_login_id)]

@@ -40,6 +40,7 @@ def add_export_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def export_command(args: argparse.Namespace) -> int:
+    from ..models import shown
     from . import exporters
     from .canvas import CanvasExporter
 
@@ -47,20 +48,25 @@ def export_command(args: argparse.Namespace) -> int:
         book = load_gradebook(args.results_dir, roster_path=args.roster, assignment=args.assignment_name,
                               canvas_assignment_id=args.canvas_assignment_id, due_date=args.due_date)
         exporter = exporters()[args.format]
+        if book.conflicts:
+            return _refuse(book.conflicts)
         files = exporter.render(book)
         target = write_export(files, _destination(args, exporter.default_name, exporter.per_submission),
                               per_submission=exporter.per_submission)
     except GraderError as e:
-        print(f"error: {_shown(str(e))}", file=sys.stderr)
+        print(f"error: {shown(str(e), one_line=True)}", file=sys.stderr)
         return EXIT_USAGE
     problems = list(book.problems)
+    if args.format == "canvas" and (left_out := CanvasExporter.left_out(book)):
+        problems.append(f"{len(left_out)} submission(s) match no roster student by id or e-mail and were left out "
+                        f"of the Canvas file (Canvas would match them by the name they give): {', '.join(left_out)}")
     if args.format == "canvas" and (unmatched := CanvasExporter.unmatched(book)):
         problems.append(f"{len(unmatched)} row(s) have no Canvas ID, SIS User ID or SIS Login ID, so Canvas can "
                         f"match them only by name; give a roster with those columns: {', '.join(unmatched)}")
     if args.format == "gradescope" and (absent := [r.student_id for r in book.rows if r.result is None]):
         problems.append(f"{len(absent)} roster student(s) have no submission, so no results.json: {', '.join(absent)}")
     for problem in problems:
-        print(f"warning: {_shown(problem)}", file=sys.stderr)
+        print(f"warning: {shown(problem, one_line=True)}", file=sys.stderr)
     counts = {s: sum(r.status == s for r in book.rows) for s in ("graded", "invalid", "failed_to_grade", "missing")}
     print(f"wrote {args.format} export to {target}: {len(book.rows)} students ({counts['graded']} graded, "
           f"{counts['invalid']} invalid, {counts['failed_to_grade']} could not be graded, "
@@ -124,9 +130,15 @@ def _write(path: Path, text: str) -> None:
     tmp.replace(path)
 
 
-def _shown(text: str) -> str:
-    """Text for a terminal: control characters (escape sequences) shown escaped, not obeyed."""
-    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text)
+def _refuse(conflicts: tuple[str, ...]) -> int:
+    """Nothing is written when two submissions claim one student: either score would be a guess."""
+    from ..models import shown
+
+    for conflict in conflicts:
+        print(f"error: {shown(conflict, one_line=True)}", file=sys.stderr)
+    print("error: no gradebook written; keep one submission per student (or fix the roster) and export again",
+          file=sys.stderr)
+    return EXIT_PROBLEMS
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -3,6 +3,8 @@
 Each rubric check is a test with the check's own visibility. A test's ``output`` is the
 student-safe ``message`` only (the staff ``detail`` never goes to Gradescope), as plain text.
 The top-level ``score`` is the stored score, so Gradescope does not re-add the tests.
+Every text in it goes through ``shown``: file names, ids and messages can come from students, and
+Gradescope shows this file to them and to staff.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from typing import Any
 
 from ..batch.store import StoredResult
 from ..feedback.view import NOT_GRADED_BY_US, CheckView, StudentView, student_view, summary_text
+from ..models import shown
 from ..rubric import Rubric
 from .base import ExportFile, Gradebook
 
@@ -22,7 +25,7 @@ def results_json(result: StoredResult, rubric: Rubric | None, *, practice_note: 
     backend graded it; off inside Gradescope, whose container is the official environment)."""
     view = student_view(result, rubric)
     tests = [_test(i, c, view) for i, c in enumerate(view.checks, start=1)]
-    return {
+    data: dict[str, Any] = _safe({
         "score": float(result.score) if result.status == "graded" and result.score is not None else 0.0,
         "output": summary_text(view, practice_note=practice_note),
         "output_format": "text",
@@ -34,7 +37,19 @@ def results_json(result: StoredResult, rubric: Rubric | None, *, practice_note: 
                        "grader_version": result.report.grader_version if result.report else "",
                        "rubric_id": result.report.rubric_id if result.report else (rubric.id if rubric else "")},
         "tests": tests,
-    }
+    })
+    return data
+
+
+def _safe(value: Any) -> Any:
+    """``value`` with every string made safe to show (``shown``); numbers and structure unchanged."""
+    if isinstance(value, str):
+        return shown(value)
+    if isinstance(value, dict):
+        return {k: _safe(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_safe(v) for v in value]
+    return value
 
 
 def _test(number: int, check: CheckView, view: StudentView) -> dict[str, Any]:

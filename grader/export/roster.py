@@ -21,9 +21,11 @@ A Canvas gradebook export works as a roster too: its ``Student`` is the name, it
 Canvas id, and the student id is its ``SIS Login ID`` (else ``SIS User ID``) unless the file also
 has a ``student_id`` column. Its ``Points Possible`` row is skipped.
 
-Problems never drop a row silently: a row without a student id and a repeated student id are
-reported (the later row is ignored), and repeated e-mails or Canvas ids, ids that cannot match a
-submission and unknown columns are reported too.
+A row without a student id but with an e-mail address is identified by the full address, as a
+Gradescope export without SIDs files its submissions. Problems never drop a row silently: a row
+without a student id and a repeated student id are reported (the later row is ignored), and
+repeated e-mails or Canvas ids, ids that cannot match a submission and unknown columns are
+reported too.
 """
 
 from __future__ import annotations
@@ -151,9 +153,11 @@ def _parse(reader: Reader, source: str) -> Roster:
         for index, name in columns:
             if index < len(row):
                 values[name] = " ".join(row[index].split())
+        if values["name"].lower() == "points possible" and not values["student_id"]:
+            continue  # the second header row of a Canvas gradebook export, not a student
         if not values["student_id"]:
-            if values["name"].lower() == "points possible":
-                continue  # the second header row of a Canvas gradebook export, not a student
+            values["student_id"] = values["email"]  # e.g. a Gradescope roster without SIDs: the full e-mail
+        if not values["student_id"]:
             problems.append(f"line {line}: no student id; row ignored ({values['name'] or 'no name'})")
             continue
         sid = values["student_id"]

@@ -1,10 +1,13 @@
 """Class analytics (pure): score distribution, pass rate per check, top failure causes, warnings.
 
-This is staff material: causes are read from each check's ``detail``, hidden checks included.
+This is staff material: causes are read from each check's ``detail``, hidden checks included, but
+only where the judge put them (``cause_of``): student text never becomes one of "our" causes.
+Names and reasons are stored through ``shown``.
 """
 
 from __future__ import annotations
 
+import builtins
 import re
 import statistics
 from collections import Counter, defaultdict
@@ -12,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ..batch.store import StoredResult
-from ..models import CheckResult
+from ..models import CheckResult, shown
 from ..rubric import Rubric
 
 SCHEMA_VERSION = 1
@@ -32,7 +35,7 @@ def build_summary(results: Sequence[StoredResult], rubric: Rubric | None, missin
     percents = [100.0 * (r.score or 0.0) / max_score if max_score else 0.0 for r in graded]
     checks = _check_stats(graded, rubric)
     warnings = [_warning(c) for c in checks if c["nearly_all_fail"]]
-    not_graded = [{"student_id": r.student_id, "status": r.status, "reason": r.reason}
+    not_graded = [{"student_id": r.student_id, "status": r.status, "reason": shown(r.reason)}
                   for r in results if r.status != "graded"]
     faults = sum(r.status == "failed_to_grade" for r in results)
     if faults:
@@ -55,8 +58,8 @@ def build_summary(results: Sequence[StoredResult], rubric: Rubric | None, missin
         "warnings": warnings,
         "not_graded": not_graded,
         "missing": list(missing),
-        "students": [{"student_id": r.student_id, "name": names.get(r.student_id) or r.name, "status": r.status, "score": r.score,
-                      "max_score": r.max_score} for r in results],
+        "students": [{"student_id": r.student_id, "name": shown(names.get(r.student_id) or r.name, one_line=True),
+                      "status": r.status, "score": r.score, "max_score": r.max_score} for r in results],
     }
 
 
@@ -105,20 +108,54 @@ def _warning(check: dict[str, Any]) -> str:
             "before releasing grades.")
 
 
+CAUSE, HINT, CALLED = "Likely cause: ", "Hint: ", "Called: "
+STATUS_CAUSES = {
+    "crashed": "crashed before reporting a result",
+    "oom": "ran out of memory",
+    "failed": "wrong output (no specific cause recognised)",
+}
+
+
 def cause_of(check: CheckResult) -> str:
-    """The most specific reason a check did not pass, from its staff ``detail``."""
+    """The most specific reason a check did not pass, taken only from what the judge and the host
+    wrote, never from text the student's code produced (exception messages, printed facts).
+
+    The judge lays a failed check's ``detail`` out as ``Called:``, the differences, then at most
+    one ``Likely cause:`` line and the rubric's ``Hint:``. Student text (a fact, an exception
+    message) can hold newlines, so a ``Likely cause:`` line counts only in that place, and only if
+    it is the one such line; an error counts only by its builtin exception type.
+    """
     lines = [ln for ln in check.detail.splitlines() if ln.strip()]
-    for line in lines:
-        if line.startswith("Likely cause: "):
-            return line.removeprefix("Likely cause: ").rstrip(".")
-    if check.status == "error":
-        raised = next((ln for ln in lines if ln.startswith("raised ")), "")
-        m = re.match(r"raised ([A-Za-z_][\w.]*)", raised)
-        return f"raised {m.group(1)}" if m else "raised an exception"
+    body = lines[1:] if lines and lines[0].startswith(CALLED) else lines
     if check.status == "failed":
-        return "wrong output (no specific cause recognised)"
-    text = next((ln for ln in lines if not ln.startswith(("Called: ", "Hint: ", " "))), check.status)
-    return text[:160]
+        return _judged_cause(body) or STATUS_CAUSES["failed"]
+    if check.status == "error":
+        return _raised(body[0] if body else "")
+    if check.status == "timeout":  # the judge's own sentence, up to the first colon
+        first = body[0] if body else ""
+        return first.split(":")[0][:160] if first.startswith(("did not finish", "stopped")) else "timed out"
+    if check.status == "not_gradable":  # written by the grader from the rubric's target names
+        return (body[0] if body else "not gradable")[:160]
+    return STATUS_CAUSES.get(check.status, check.status)
+
+
+def _judged_cause(body: list[str]) -> str:
+    causes = [ln for ln in body if ln.startswith(CAUSE)]
+    tail = body[:-1] if body and body[-1].startswith(HINT) else body
+    if len(causes) != 1 or not tail or tail[-1] != causes[0]:
+        return ""
+    return causes[0].removeprefix(CAUSE).rstrip(".")
+
+
+def _raised(line: str) -> str:
+    """``raised <Type>`` for a builtin exception type; a class the submission names is not shown."""
+    m = re.match(r"raised ([A-Za-z_]\w*)(?::|\s|$)", line)
+    if m is None:
+        return "raised an exception"
+    builtin = getattr(builtins, m.group(1), None)
+    if isinstance(builtin, type) and issubclass(builtin, BaseException):
+        return f"raised {m.group(1)}"
+    return "raised an exception of a class the submission defines"
 
 
 def _key(text: str) -> str:
@@ -133,7 +170,7 @@ def failure_causes(graded: Iterable[StoredResult], top: int = TOP_CAUSES) -> lis
         assert r.report is not None
         for c in r.report.checks:
             if c.status != "passed":
-                cause = cause_of(c)
+                cause = shown(cause_of(c), one_line=True)
                 groups[(c.id, _key(cause))].append((r.student_id, cause))
     ranked = sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0]))
     out = []

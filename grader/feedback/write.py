@@ -8,7 +8,7 @@ from pathlib import Path
 from ..batch.names import is_safe
 from ..batch.store import SQLiteStore, StoredResult
 from ..errors import GraderError
-from ..export.roster import Roster, RosterError, read_roster
+from ..export.roster import Roster, RosterEntry, RosterError, read_roster
 from ..rubric import Rubric
 from .html import render_html
 from .markdown import render_markdown
@@ -31,7 +31,7 @@ def write_feedback(results_dir: Path) -> None:
         rubric_json = store.meta().get("rubric")
     rubric = Rubric.model_validate_json(rubric_json) if rubric_json else None
     roster, roster_problem = _roster(results_dir)
-    names = {e.student_id: e.name for e in roster.entries} if roster else {}
+    names = _roster_names(results, roster)
     folder = results_dir / FEEDBACK_DIR
     folder.mkdir(exist_ok=True)
     skipped = []
@@ -62,11 +62,20 @@ def _roster(results_dir: Path) -> tuple[Roster | None, str]:
         return None, f"roster not used for names and missing students: {e}"
 
 
+def _claims(results: list[StoredResult], roster: Roster | None) -> list[tuple[RosterEntry, list[StoredResult]]]:
+    """Each roster student with the submissions that claim them, joined as the exports join them."""
+    from ..export.base import match_roster
+
+    return match_roster(roster, {r.student_id: r for r in results}) if roster is not None else []
+
+
+def _roster_names(results: list[StoredResult], roster: Roster | None) -> dict[str, str]:
+    """Submission id -> the roster's name for its student."""
+    return {r.student_id: entry.name for entry, claims in _claims(results, roster) for r in claims}
+
+
 def _missing(results: list[StoredResult], roster: Roster | None) -> list[str]:
-    if roster is None:
-        return []
-    submitted = {r.student_id for r in results}
-    return [e.student_id for e in roster.entries if e.student_id not in submitted]
+    return [entry.student_id for entry, claims in _claims(results, roster) if not claims]
 
 
 def _write(path: Path, text: str) -> None:

@@ -1,10 +1,13 @@
 """A fork server for the local backend: import numpy, the runtime and the harness once, then
-fork one isolated child per submission.
+fork one isolated child per submission. The zygote itself never runs student code.
 
-Protocol on a Unix socket (one request at a time): the host sends a JSON request
-``{"workdir", "hide", "limits", "namespaces"}``; the zygote forks, and answers ``ok`` with two
-file descriptors attached: a pidfd of the child and the read end of the child's output pipe.
-The zygote itself never runs student code.
+Protocol on a Unix socket (one request at a time):
+- ``{"kill_uid": N}``: kill every process of host uid N (root only; the fallback mode's sweep);
+  answered ``{"killed": true}``.
+- a job request (see ``grader.sandbox.local``): the zygote forks the job's first process, moves it
+  into the job's cgroups, lets it go, and answers ``{"pid", "cgroups"}`` with four descriptors: a
+  pidfd of the child, the read ends of its log pipe and of its result stream, and the write end of
+  its control pipe (``S`` or EOF stops the job).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import os
 import signal
 import socket
 import sys
+import time
 from typing import Any
 
 
@@ -21,76 +25,154 @@ def serve(fd: int) -> None:
     import numpy
     import numpy.random  # noqa: F401
 
-    from . import isolate, probes, run  # noqa: F401
+    from . import isolate, probes, run, seccomp, selftest, supervisor  # noqa: F401
 
-    try:
-        import tinytorch.core.autograd
-        import tinytorch.core.tensor  # noqa: F401
-    except ImportError:
-        pass
+    _import_all(probes.__name__)
+    _import_all("tinytorch")
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
     sock = socket.socket(fileno=fd)
     while True:
-        data = sock.recv(65536)
+        data = sock.recv(1 << 20)
         if not data:
             os._exit(0)
         request = json.loads(data)
-        read_end, write_end = os.pipe()
+        if "kill_uid" in request:
+            _sweep(int(request["kill_uid"]))
+            sock.send(b'{"killed": true}')
+            continue
+        pipes = [os.pipe() for _ in range(4)]  # log, result, control, go
+        (log_r, log_w), (res_r, res_w), (ctl_r, ctl_w), (go_r, go_w) = pipes
         pid = os.fork()
         if pid == 0:
             sock.close()
-            os.close(read_end)
-            _child(request, write_end)
-        os.close(write_end)
+            for fd_ in (log_r, res_r, ctl_w, go_w):
+                os.close(fd_)
+            _child(request, log_w, res_w, ctl_r, go_r)
+        for fd_ in (log_w, res_w, ctl_r, go_r):
+            os.close(fd_)
+        joined = _join_cgroups(pid, request.get("cgroups", {}))
+        os.write(go_w, b"g")
+        os.close(go_w)
         pidfd = os.pidfd_open(pid)
-        socket.send_fds(sock, [json.dumps({"pid": pid}).encode()], [pidfd, read_end])
-        os.close(pidfd)
-        os.close(read_end)
+        socket.send_fds(sock, [json.dumps({"pid": pid, "cgroups": joined}).encode()], [pidfd, log_r, res_r, ctl_w])
+        for fd_ in (pidfd, log_r, res_r, ctl_w):
+            os.close(fd_)
 
 
-def _child(request: dict[str, Any], out_fd: int) -> None:
-    """The job's first process: isolate, then run the harness (as init of its own PID namespace)."""
-    from . import isolate
+def _import_all(package: str) -> None:
+    """Import a package and every module in it now: a job never needs to read the bundle again."""
+    import importlib
+    import pkgutil
+
+    try:
+        root = importlib.import_module(package)
+        for info in pkgutil.walk_packages(root.__path__, package + "."):
+            importlib.import_module(info.name)
+    except Exception:  # a broken optional module must not stop the zygote; the job reports it
+        pass
+
+
+def _join_cgroups(pid: int, cgroups: dict[str, str]) -> list[str]:
+    """Move the job into each of its cgroups (before it runs anything); the names that worked."""
+    joined = []
+    for name, procs in cgroups.items():
+        try:
+            with open(procs, "w") as f:
+                f.write(str(pid))
+            joined.append(name)
+        except OSError:
+            pass
+    return joined
+
+
+def _sweep(uid: int) -> None:
+    """Fork, become ``uid`` and SIGKILL every process of it until none is left."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setgroups([])
+            os.setresgid(uid, uid, uid)
+            os.setresuid(uid, uid, uid)
+            for _ in range(1000):
+                os.kill(-1, signal.SIGKILL)
+                time.sleep(0.001)
+        except (ProcessLookupError, PermissionError, OSError):
+            pass
+        os._exit(0)
+    for _ in range(5000):  # SIGCHLD is ignored: wait for the sweeper by polling its pid
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.001)
+
+
+def _child(request: dict[str, Any], log_fd: int, out_fd: int, control_fd: int, go_fd: int) -> None:
+    """The job's first process: isolate, self-test, then supervise the harness."""
+    from . import isolate, seccomp, selftest, supervisor
 
     try:
         os.setsid()
-        signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # the harness waits for its own children
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # the supervisor waits for its own children
         devnull = os.open(os.devnull, os.O_RDONLY)
         os.dup2(devnull, 0)
-        os.dup2(out_fd, 1)
-        os.dup2(out_fd, 2)
-        os.closerange(3, 1 << 16)
-        if request.get("cgroup"):  # join the job's pids cgroup first: every descendant inherits it
-            with open(request["cgroup"], "w") as f:
-                f.write("0")
-        workdir = request["workdir"]
-        if request["namespaces"]:
+        os.dup2(log_fd, 1)
+        os.dup2(log_fd, 2)
+        keep = {0, 1, 2, out_fd, control_fd, go_fd}
+        for fd in range(3, 1024):
+            if fd not in keep:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        if os.read(go_fd, 1) != b"g":
+            os._exit(70)
+        os.close(go_fd)
+        workdir, mode = request["workdir"], request["mode"]
+        job = _read(os.path.join(workdir, "job.json"))
+        student = _read(os.path.join(workdir, "student.json"))
+        uid, gid = request.get("uid"), request.get("gid")
+        if mode == "namespaces":
             isolate.unshare_namespaces()
-            workdir = isolate.build_view(workdir, _carry(), request["hide"])
             init = os.fork()  # the first child of a new PID namespace is its pid 1
             if init != 0:
                 _wait_and_exit(init)
             isolate.become_init()
-            isolate.drop_privileges()
+            binds, covers = isolate.python_paths()
+            binds.append(request["bundle"])
+            owner = (uid, gid) if uid is not None and gid is not None else (isolate.SANDBOX_ID, isolate.SANDBOX_ID)
+            os.mkdir(os.path.join(workdir, "root"), 0o700)
+            isolate.build_root(os.path.join(workdir, "root"), binds, covers, request["hide"],
+                               request["tmp_mb"], request["tmp_inodes"], owner)
+            workdir = isolate.WORK
+        elif mode == "fallback" and uid is not None and gid is not None:
+            workdir = isolate.fallback_workdir(workdir, uid, gid)
+            supervisor_subreaper()
         os.chdir(workdir)
-        os.environ["HOME"] = os.environ["TMPDIR"] = workdir
+        isolate.drop_privileges(uid, gid)
+        seccomp.install()
         isolate.apply_limits(request["limits"])
+        os.environ.clear()
+        os.environ.update(request["env"], HOME=workdir, TMPDIR=workdir)
+        report = selftest.run(request)
     except BaseException as e:  # isolation failed: never run the job without it
-        os.write(2, f"sandbox setup failed: {e}\n".encode())
+        os.write(2, f"sandbox setup failed: {type(e).__name__}: {e}\n".encode())
         os._exit(70)
     from .run import main
 
-    main()
+    supervisor.run(json.loads(job), student, out_fd, control_fd, report, lambda phase_fd: main(phase_fd=phase_fd))
     os._exit(0)
 
 
-def _carry() -> list[str]:
-    """What the job's interpreter needs to see: its prefixes, numpy's site-packages, the bundle."""
-    import numpy
+def supervisor_subreaper() -> None:
+    import ctypes
 
-    bundle = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    site = os.path.dirname(os.path.dirname(os.path.abspath(numpy.__file__)))
-    return [sys.prefix, sys.base_prefix, site, bundle]
+    ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: orphans of the job come to us
+
+
+def _read(path: str) -> bytes:
+    with open(path, "rb") as f:
+        return f.read()
 
 
 def _wait_and_exit(pid: int) -> None:

@@ -40,8 +40,6 @@ root filesystem for ``put_archive`` would drop the read-only root and the tmpfs 
 from __future__ import annotations
 
 import atexit
-import os
-import re
 import socket
 import struct
 import threading
@@ -58,6 +56,7 @@ from ..plan import Job
 from . import RunResult
 from .local import scrubbed_env
 from .process import OUTPUT_CAP, deadlines, write_job
+from .stream import OutputStream, valid_output_name, write_outputs
 
 LABEL = "tinytorch-grader"
 RUN_LABEL = "grader.run"
@@ -67,22 +66,19 @@ USER = "65534:65534"
 STOP_GRACE_S = 3.0
 BACKSTOP_GRACE_S = 5.0
 MAX_INPUT_BYTES = 32 * 1024 * 1024
-MAX_OUTPUT_FILE = 32 * 1024 * 1024
-MAX_OUTPUT_FILES = 4096
-MAX_NAME = 128
-_COMPONENT = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.]{0,127}\Z")
 
 # Runs inside the container as the sandbox user before any student code; public, like the harness.
+# It imports what every job needs while the host is still sending, then hands over to the same
+# supervisor as the local backend (harness/supervisor.py): visible checks first, everything killed
+# before the outputs are streamed on the original stdout (student output goes to stderr).
 BOOTSTRAP = r'''
-import os, re, select, signal, stat, struct, subprocess, sys, time
-HARNESS = [sys.executable, "-I", "-B", "-c", @BOOT@]
-NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.]{0,127}\Z")
-MAX_FILE, MAX_TOTAL, MAX_FILES, MAX_INPUT = @MAX_FILE@, @MAX_TOTAL@, @MAX_FILES@, @MAX_INPUT@
-
-def put(data):
-    view = memoryview(data)
-    while view:
-        view = view[os.write(1, view):]
+import json, os, struct, sys, threading
+sys.path[:0] = [@BUNDLE@]
+import numpy, numpy.random
+from harness import probes, run, supervisor
+import tinytorch.core.autograd, tinytorch.core.tensor
+out_fd = os.dup(1)
+os.dup2(2, 1)
 
 def read_exact(n):
     buf = bytearray()
@@ -93,111 +89,17 @@ def read_exact(n):
         buf += chunk
     return bytes(buf)
 
-def raise_oom_score():
-    try:
-        with open("/proc/self/oom_score_adj", "w") as f:
-            f.write("1000")
-    except OSError:
-        pass
-
-def send_file(rel, budget):
-    try:
-        fd = os.open("out/" + rel, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
-        return 0
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_size > min(MAX_FILE, budget):
-            return 0
-        data = bytearray()
-        while len(data) <= st.st_size:
-            chunk = os.read(fd, st.st_size + 1 - len(data))
-            if not chunk:
-                break
-            data += chunk
-    finally:
-        os.close(fd)
-    if len(data) != st.st_size:
-        return 0
-    name = rel.encode()
-    put(b"F" + struct.pack(">H", len(name)) + name + struct.pack(">I", len(data)))
-    put(data)
-    return len(data)
-
-def send_outputs():
-    budget, count = MAX_TOTAL, 0
-    try:
-        top = sorted(os.listdir("out"))[:MAX_FILES]
-    except OSError:
-        top = []
-    for entry in top:
-        if not NAME.match(entry):
-            continue
-        try:
-            mode = os.lstat("out/" + entry).st_mode
-        except OSError:
-            continue
-        if stat.S_ISDIR(mode):
-            try:
-                names = [entry + "/" + n for n in sorted(os.listdir("out/" + entry))[:MAX_FILES] if NAME.match(n)]
-            except OSError:
-                names = []
-        else:
-            names = [entry]
-        for rel in names:
-            if count >= MAX_FILES:
-                return
-            sent = send_file(rel, budget)
-            budget -= sent
-            count += 1 if sent else 0
-
-def main():
-    job_size, student_size, backstop = struct.unpack(">IId", read_exact(16))
-    if max(job_size, student_size) > MAX_INPUT:
-        os._exit(3)
-    job, student = read_exact(job_size), read_exact(student_size)
-    end = time.monotonic() + backstop
-    os.chdir(@WORKDIR@)
-    for name, data in (("job.json", job), ("student.json", student)):
-        with open(name, "wb") as f:
-            f.write(data)
-        os.chmod(name, 0o444)
-    os.mkdir("out", 0o755)
-    proc = subprocess.Popen(HARNESS, stdin=subprocess.DEVNULL, stdout=2, stderr=2, close_fds=True,
-                            start_new_session=True, preexec_fn=raise_oom_score)
-    try:
-        pidfd = os.pidfd_open(proc.pid)
-    except (AttributeError, OSError):
-        pidfd = None
-    fds = [0] + ([pidfd] if pidfd is not None else [])
-    imported = False
-    while True:
-        if not imported and os.path.exists("out/import.json"):
-            imported = True
-            put(b"I")
-        left = end - time.monotonic()
-        if left <= 0:
-            break
-        wait = left if imported and pidfd is not None else min(left, 0.01)
-        ready = select.select(fds, [], [], wait)[0]
-        if pidfd in ready or (pidfd is None and proc.poll() is not None):
-            break
-        if 0 in ready:
-            data = os.read(0, 64)
-            if not data or b"S" in data:
-                break
-    if not imported and os.path.exists("out/import.json"):
-        put(b"I")
-    for kill in (lambda: os.killpg(proc.pid, signal.SIGKILL), lambda: os.kill(-1, signal.SIGKILL)):
-        try:
-            kill()
-        except OSError:
-            pass
-    proc.wait()
-    send_outputs()
-    put(b"E")
-
-main()
+job_size, student_size, backstop = struct.unpack(">IId", read_exact(16))
+if max(job_size, student_size) > @MAX_INPUT@:
+    os._exit(3)
+job, student = read_exact(job_size), read_exact(student_size)
+timer = threading.Timer(backstop, lambda: (supervisor.kill_everyone(), os._exit(4)))
+timer.daemon = True
+timer.start()
+os.chdir(@WORKDIR@)
+supervisor.run(json.loads(job), student, out_fd, 0, {"mode": "docker", "verified": [], "ok": True},
+               lambda phase_fd: run.main(phase_fd=phase_fd), max_total=@MAX_TOTAL@)
+os._exit(0)
 '''
 
 
@@ -218,10 +120,8 @@ class DockerLimits:
 
 
 def bootstrap_source(limits: DockerLimits = DockerLimits()) -> str:
-    boot = f"import sys; sys.path[:0] = [{BUNDLE!r}]; import harness.run as r; r.main()"
-    return (BOOTSTRAP.replace("@BOOT@", repr(boot)).replace("@WORKDIR@", repr(WORKDIR))
-            .replace("@MAX_FILE@", str(MAX_OUTPUT_FILE)).replace("@MAX_TOTAL@", str(limits.tmpfs_mb * 1024 * 1024))
-            .replace("@MAX_FILES@", str(MAX_OUTPUT_FILES)).replace("@MAX_INPUT@", str(MAX_INPUT_BYTES)))
+    return (BOOTSTRAP.replace("@BUNDLE@", repr(BUNDLE)).replace("@WORKDIR@", repr(WORKDIR))
+            .replace("@MAX_TOTAL@", str(limits.tmpfs_mb * 1024 * 1024)).replace("@MAX_INPUT@", str(MAX_INPUT_BYTES)))
 
 
 def container_env() -> dict[str, str]:
@@ -271,113 +171,6 @@ def container_config(image: str, limits: DockerLimits = DockerLimits(), run_id: 
         "tty": False,
         "auto_remove": True,  # an orphan (host process killed) removes itself at its backstop
     }
-
-
-class OutputStream:
-    """Incremental parser of the bootstrap's stdout: ``I``, then ``F`` records, then ``E``.
-
-    Untrusted input: every length is capped, names are whitelisted, and anything malformed marks
-    the stream broken (its files are then never written).
-    """
-
-    def __init__(self, max_total: int) -> None:
-        self.buf = bytearray()
-        self.max_total = max_total
-        self.total = 0
-        self.files: dict[str, bytes] = {}
-        self.imported = self.ended = False
-        self.broken: str | None = None
-
-    def feed(self, data: bytes) -> None:
-        """Consume more stdout bytes; linear in their length whatever their content."""
-        if self.ended or self.broken:
-            return
-        self.buf += data
-        pos = 0
-        while pos < len(self.buf) and not (self.ended or self.broken):
-            kind = self.buf[pos]
-            if kind == 0x49:  # I
-                self.imported = True
-                pos += 1
-            elif kind == 0x45:  # E
-                self.ended = True
-                pos = len(self.buf)
-            elif kind == 0x46:  # F
-                used = self._file(pos)
-                if used == 0:
-                    break
-                pos += used
-            else:
-                self._fail(f"unexpected byte {kind:#04x}")
-        if self.broken:
-            return
-        del self.buf[:pos]
-        if len(self.buf) > MAX_OUTPUT_FILE + 2 * MAX_NAME + 8:
-            self._fail("a record is larger than allowed")
-
-    def _file(self, pos: int) -> int:
-        """Bytes used by a complete ``F`` record at ``pos``, 0 when it is not complete yet."""
-        buf = self.buf
-        if len(buf) - pos < 3:
-            return 0
-        name_len: int = struct.unpack_from(">H", buf, pos + 1)[0]
-        if not 0 < name_len <= 2 * MAX_NAME + 1:
-            self._fail("bad name length")
-            return 0
-        start = pos + 3 + name_len + 4
-        if len(buf) < start:
-            return 0
-        size: int = struct.unpack_from(">I", buf, start - 4)[0]
-        if size > MAX_OUTPUT_FILE or self.total + size > self.max_total or len(self.files) >= MAX_OUTPUT_FILES:
-            self._fail("output over the size or count cap")
-            return 0
-        if len(buf) < start + size:
-            return 0
-        try:
-            name = bytes(buf[pos + 3:start - 4]).decode("ascii")
-        except UnicodeDecodeError:
-            name = ""
-        if not valid_output_name(name) or name in self.files:
-            self._fail(f"bad or repeated file name {name[:80]!r}")
-            return 0
-        self.files[name] = bytes(buf[start:start + size])
-        self.total += size
-        return start + size - pos
-
-    def _fail(self, why: str) -> None:
-        self.broken = why
-        self.files.clear()
-        del self.buf[:]
-
-
-def valid_output_name(name: str) -> bool:
-    """``<file>`` or ``<check>/<file>``: whitelisted characters, no leading dot, nothing else."""
-    parts = name.split("/")
-    return 1 <= len(parts) <= 2 and all(_COMPONENT.match(p) for p in parts)
-
-
-def write_outputs(files: dict[str, bytes], out_dir: Path) -> list[str]:
-    """Write validated outputs under ``out_dir`` without following or replacing anything."""
-    problems = []
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
-    for name, data in sorted(files.items()):
-        if not valid_output_name(name):
-            problems.append(f"refused output name {name[:80]!r}")
-            continue
-        parts = name.split("/")
-        parent = out_dir
-        try:
-            if len(parts) == 2:
-                parent = out_dir / parts[0]
-                if parent.is_symlink() or (parent.exists() and not parent.is_dir()):
-                    raise FileExistsError(parts[0])
-                parent.mkdir(mode=0o700, exist_ok=True)
-            fd = os.open(parent / parts[-1], flags, 0o600)
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-        except OSError as e:
-            problems.append(f"could not store output {name[:80]!r}: {type(e).__name__}")
-    return problems
 
 
 class _Attach(threading.Thread):

@@ -1,44 +1,55 @@
-"""Backend ``local``: practice-grade isolation for laptops without Docker (SECURITY.md, req. 6).
+"""Backend ``local``: isolation by namespaces, a new root, an unprivileged uid, seccomp and
+cgroups, for machines without Docker (SECURITY.md, req. 6; docs/SECURITY.md has the layers).
 
 A zygote process (numpy, the course runtime and the harness already imported) forks one child
-per submission. The child enters a new session and, where the OS allows, private network and
-mount namespaces: no network, every mount read-only, private size-capped /tmp, /var/tmp and
-/dev/shm, its workdir at /tmp/work, and the reference, rubrics and expected-output cache hidden.
-It gets rlimits and a scrubbed environment, and only then runs student code. The host supervises it through a pidfd,
-reads its output through a 1 MiB cap, and kills its whole process group at the end.
+per submission (``grader.harness.zygote``); the child isolates itself, self-tests, and runs the
+harness under a supervisor that streams the results back (``grader.harness.supervisor``). The
+host keeps every deadline, reads the stream as untrusted input, and in a ``finally`` kills the
+job, removes its cgroups and (without namespaces) every process of its uid.
+
+Two uses, one mechanism:
+- practice (``official=False``, ``grader grade``, ``tito test``): grades with whatever layers the
+  machine allows, and the report lists exactly those that the self-test verified;
+- official (``official=True``: batch, Gradescope mode): refuses, with the fix, unless every layer
+  of its mode was verified.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import random
 import select
 import socket
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING
 
-from ..errors import SandboxError
-from ..harness.isolate import unshare_namespaces
-from ..paths import expected_cache_dir, rubrics_dir, solution_dir
+from ..errors import SandboxError, SandboxUnavailable
+from ..paths import expected_cache_dir, harness_parent, rubrics_dir, solution_dir
 from . import RunResult
 from .bundle import ensure_bundle
-from .cgroup import PidsCgroup
-from .process import CappedReader, deadlines, kill_group, write_job
+from .cgroup import CgroupLimits, JobCgroups
+from .process import CappedReader, deadlines, write_job
+from .stream import OutputStream, write_outputs
 
 if TYPE_CHECKING:
     from ..models import BackendInfo, Chunk
     from ..plan import Job
 
 ZYGOTE = "import sys; sys.path[:0] = [{path!r}]; import harness.zygote as z; z.serve({fd})"
-POLL_S = 0.01
 FORK_TIMEOUT_S = 10.0
+STOP_GRACE_S = 3.0
+UID_BASE, UID_SPAN = 1_990_000_000, 1_000_000  # a fresh host uid per job when the grader is root
+CGROUP_LAYERS = ("memory-cgroup", "pids-cgroup", "cpu-cgroup")
+HOST_LAYERS = ("scrubbed-env", "output-cap", "wall-clock-kill")
+NAMESPACES = ("net", "ipc", "uts", "mnt", "pid", "cgroup")
 
 
 @dataclass(frozen=True)
@@ -47,6 +58,8 @@ class LocalLimits:
     max_processes: int = 256
     max_file_mb: int = 64
     max_open_files: int = 256
+    tmp_mb: int = 64
+    tmp_inodes: int = 2048
 
 
 def scrubbed_env(workdir: Path) -> dict[str, str]:
@@ -58,115 +71,217 @@ def scrubbed_env(workdir: Path) -> dict[str, str]:
     }
 
 
-@lru_cache(maxsize=1)
-def _cgroups_available() -> bool:
-    cgroup = PidsCgroup.create(1)
-    if cgroup is None:
-        return False
-    cgroup.remove()
-    return True
+_probe_lock = threading.Lock()
 
 
 @lru_cache(maxsize=1)
-def namespaces_available() -> bool:
-    """Whether this OS lets us make private network and mount namespaces (tried once, on /bin/true)."""
+def _namespaces_available() -> bool:
+    probe = f"import sys; sys.path[:0] = [{str(harness_parent())!r}]; from harness.isolate import unshare_namespaces as u; u()"
     try:
-        subprocess.run(["/bin/true"], preexec_fn=unshare_namespaces, check=True,
+        subprocess.run([sys.executable, "-I", "-S", "-c", probe], check=True, timeout=30,
                        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         return True
     except (subprocess.SubprocessError, OSError):
         return False
 
 
-class LocalSandbox:
-    """Forks each submission's harness from a warm zygote; thread-safe."""
+def namespaces_available() -> bool:
+    """Whether this OS lets us make the sandbox's namespaces (tried once per process, in a child)."""
+    with _probe_lock:
+        return _namespaces_available()
 
-    def __init__(self, limits: LocalLimits = LocalLimits()) -> None:
+
+def isolation_mode() -> str:
+    """``namespaces``; else, for root, ``fallback`` (a separate uid per job); else ``none``."""
+    if os.environ.get("GRADER_LOCAL_MODE") in ("fallback", "none"):  # tests of the other modes
+        return os.environ["GRADER_LOCAL_MODE"]
+    if namespaces_available():
+        return "namespaces"
+    return "fallback" if os.getuid() == 0 else "none"
+
+
+def required_layers(mode: str) -> tuple[str, ...]:
+    """What official grading insists on in each mode (the self-test names, plus the host's)."""
+    common = ("non-root-uid", "no-capabilities", "no-new-privileges", "seccomp-filter", "rlimits", "hidden-reference")
+    if mode == "namespaces":
+        return (*common, *(f"{n}-namespace" for n in NAMESPACES), "no-network", "read-only-filesystem",
+                "read-only-proc-sys", "minimal-dev", "capped-tmpfs-workdir", *CGROUP_LAYERS, *HOST_LAYERS)
+    return (*common, "separate-uid", "uid-sweep", *HOST_LAYERS)
+
+
+def _host_namespaces() -> dict[str, str]:
+    found = {}
+    for name in NAMESPACES:
+        try:
+            found[name] = os.readlink(f"/proc/self/ns/{name}")
+        except OSError:
+            pass
+    return found
+
+
+class LocalSandbox:
+    """Forks each submission's sandbox from a warm zygote; thread-safe."""
+
+    def __init__(self, limits: LocalLimits = LocalLimits(), official: bool = False) -> None:
         self.limits = limits
+        self.official = official
+        self.mode = isolation_mode()
         self._lock = threading.Lock()
         self._zygote: subprocess.Popen[bytes] | None = None
         self._sock: socket.socket | None = None
+        self._verified: tuple[str, ...] | None = None
 
     def info(self) -> BackendInfo:
         from ..models import BackendInfo
 
-        isolation = ["process-group", "rlimits", "scrubbed-env", "private-workdir", "output-cap"]
-        warnings = ["local backend: practice isolation only; official grades use --backend docker"]
-        if namespaces_available():
-            isolation += ["network-namespace", "mount-namespace", "read-only-filesystem", "private-tmp",
-                          "hidden-reference"]
-        else:
-            warnings.append("this OS does not allow private network namespaces: student code could reach the network")
-        if os.getuid() == 0:
-            if _cgroups_available():
-                isolation.append("pids-cgroup")
-            else:
-                warnings.append("running as root without a pids cgroup: the process limit is not enforced")
-        return BackendInfo(name="local", label="practice", isolation=tuple(isolation), warnings=tuple(warnings),
+        warnings = []
+        if not self.official:
+            warnings.append("local backend: practice isolation; official grades use --backend docker or batch")
+        missing = [layer for layer in required_layers(self.mode) if layer not in (self._verified or ())]
+        if self._verified is not None and missing:
+            warnings.append(f"isolation layers not in place on this machine: {', '.join(missing)}")
+        return BackendInfo(name="local", label="official" if self.official else "practice",
+                           isolation=self._verified or (), warnings=tuple(warnings),
                            limits={k: v for k, v in asdict(self.limits).items()})
 
     def start(self) -> None:
-        """Start the zygote now (about 0.2 s of imports), so that the first run does not wait."""
+        """Start the zygote now (about 0.2 s of imports); official grading also proves its layers here."""
         with self._lock:
             self._ensure_zygote()
+        if self.official and self._verified is None:
+            self.verify()
+
+    def verify(self) -> tuple[str, ...]:
+        """Run an empty job and return the layers it verified; official: refuse if one is missing."""
+        import tempfile
+
+        from ..plan import Job
+
+        workdir = Path(tempfile.mkdtemp(prefix="grader-selftest-"))
+        try:
+            self.run(Job(module="selftest", seed=0, import_timeout_s=10, total_timeout_s=10, checks=()), [], workdir)
+        finally:
+            import shutil
+
+            shutil.rmtree(workdir, ignore_errors=True)
+        return self._verified or ()
 
     def close(self) -> None:
         with self._lock:
-            if self._sock is not None:
-                self._sock.close()
-                self._sock = None
-            if self._zygote is not None:
-                self._zygote.kill()
-                self._zygote.wait()
-                self._zygote = None
+            self._restart()
 
     def run(self, job: Job, chunks: Sequence[Chunk], workdir: Path, hide: Sequence[Path] = ()) -> RunResult:
         started = time.monotonic()
+        if self.official and self.mode == "none":
+            raise SandboxUnavailable(
+                "official grading needs Linux namespaces or root: this machine allows neither for the local backend. "
+                "Use --backend docker, run the grader as root, or grade as practice.")
         write_job(workdir, job, chunks)
+        for name in ("job.json", "student.json"):
+            os.chmod(workdir / name, 0o600)
         os.chmod(workdir, 0o700)
+        uid = UID_BASE + random.randrange(UID_SPAN) if os.getuid() == 0 else None
         hidden = [str(p) for p in (solution_dir(), rubrics_dir(), expected_cache_dir(), *hide)]
-        limits = {**asdict(self.limits), "cpu_s": int(deadlines(job)[1]) + 1}
-        cgroup = PidsCgroup.create(self.limits.max_processes)
-        request = {"workdir": str(workdir), "hide": hidden, "limits": limits, "namespaces": namespaces_available(),
-                   "cgroup": str(cgroup.path / "cgroup.procs") if cgroup else None}
+        if self.mode == "fallback":
+            _protect(hidden)
+        cgroups = JobCgroups.create(CgroupLimits(self.limits.memory_mb, self.limits.max_processes,
+                                                 cpus=float(max(1, job.parallel))))
+        request = {
+            "workdir": str(workdir), "mode": self.mode, "uid": uid, "gid": uid, "strict": self.official,
+            "hide": hidden,
+            "limits": {**asdict(self.limits), "cpu_s": int(deadlines(job)[1]) + 1},
+            "env": scrubbed_env(Path("/tmp/work")), "bundle": str(ensure_bundle()),
+            "tmp_mb": self.limits.tmp_mb, "tmp_inodes": self.limits.tmp_inodes, "host_ns": _host_namespaces(),
+            "cgroups": cgroups.procs,
+        }
+        pid = pidfd = -1
+        joined: list[str] = []
+        log: CappedReader | None = None
+        files: list[IO[bytes]] = []
+        stream = OutputStream(max_total=self.limits.tmp_mb * 1024 * 1024)
         try:
-            pid, pidfd, out_fd = self._fork(request)
-        except BaseException:
-            if cgroup is not None:
-                cgroup.remove()
-            raise
-        reader = CappedReader(os.fdopen(out_fd, "rb"))
-        reader.start()
-        try:
-            killed = _supervise(pidfd, workdir, job)
+            pid, pidfd, log_fd, res_fd, ctl_fd, joined = self._fork(request)
+            log = CappedReader(os.fdopen(log_fd, "rb"))
+            results = _StreamReader(os.fdopen(res_fd, "rb", buffering=0), stream)
+            control = os.fdopen(ctl_fd, "wb", buffering=0)
+            files += [log.stream, results.source, control]
+            log.start()
+            results.start()
+            killed = _supervise(results, pidfd, control, job)
         finally:
-            kill_group(pid)  # its PID namespace's init dies with it, and so does everything inside
-            os.close(pidfd)
-            if cgroup is not None:
-                cgroup.remove()
-            reader.join(timeout=2)
-            if not reader.is_alive():  # a writer that somehow survived must not block us here
-                reader.stream.close()
-        return RunResult(workdir / "out", reader.text(), killed, time.monotonic() - started)
+            if pid > 0:
+                _kill(pid)  # the PID namespace's init dies with it (PDEATHSIG), and so does everything inside
+            if pidfd >= 0:
+                os.close(pidfd)
+            cgroups.remove()
+            if uid is not None and self.mode == "fallback":
+                self._sweep(uid)
+            for f in files[1:]:
+                f.close()
+        if log is not None:
+            log.join(timeout=2)
+            if not log.is_alive():  # a writer that somehow survived must not block us here
+                log.stream.close()
+        layers = self._layers(stream, joined)
+        notes = []
+        if stream.ended and not stream.broken:
+            notes = write_outputs(stream.files, workdir / "out")
+        elif stream.broken:
+            notes = [f"[sandbox] output stream rejected: {stream.broken}"]
+        text = (log.text() if log else "") + "".join(f"\n{n}" for n in notes)
+        return RunResult(workdir / "out", text, killed, time.monotonic() - started, isolation=layers)
 
-    def _fork(self, request: dict[str, object]) -> tuple[int, int, int]:
+    def _layers(self, stream: OutputStream, joined: Sequence[str]) -> tuple[str, ...]:
+        """What was verified for this run; official grading refuses when something is missing."""
+        report = stream.selftest or {}
+        verified = [str(v) for v in report.get("verified", ()) if isinstance(v, str)] if report.get("mode") == self.mode else []
+        verified += [f"{c}-cgroup" for c in joined]
+        if verified:
+            verified += HOST_LAYERS
+            if self.mode == "fallback":
+                verified.append("uid-sweep")
+        layers = tuple(sorted(set(verified)))
+        self._verified = layers
+        missing = [layer for layer in required_layers(self.mode) if layer not in layers]
+        if self.official and missing:
+            raise SandboxUnavailable(
+                f"official grading refused: these isolation layers could not be verified on this machine: "
+                f"{', '.join(missing)}. {_fix(missing)}")
+        return layers
+
+    def _fork(self, request: Mapping[str, object]) -> tuple[int, int, int, int, int, list[str]]:
         with self._lock:
             for _attempt in (1, 2):  # a zygote that died is restarted once
                 sock = self._ensure_zygote()
                 sock.settimeout(FORK_TIMEOUT_S)
                 try:
                     sock.sendall(json.dumps(request).encode())
-                    message, fds, _, _ = socket.recv_fds(sock, 4096, 2)
-                    if len(fds) == 2:
-                        return int(json.loads(message)["pid"]), fds[0], fds[1]
+                    message, fds, _, _ = socket.recv_fds(sock, 4096, 4)
+                    if len(fds) == 4:
+                        answer = json.loads(message)
+                        return int(answer["pid"]), fds[0], fds[1], fds[2], fds[3], list(answer["cgroups"])
+                    for fd in fds:
+                        os.close(fd)
                 except OSError:
                     pass
                 self._restart()
         raise SandboxError("the local sandbox's zygote process failed twice; see the log above")
 
+    def _sweep(self, uid: int) -> None:
+        """Kill every process of the job's uid (fallback mode has no PID namespace to do it)."""
+        with self._lock:
+            sock = self._ensure_zygote()
+            try:
+                sock.settimeout(FORK_TIMEOUT_S)
+                sock.sendall(json.dumps({"kill_uid": uid}).encode())
+                sock.recv(64)
+            except OSError:
+                self._restart()
+
     def _ensure_zygote(self) -> socket.socket:
         if self._sock is not None and self._zygote is not None and self._zygote.poll() is None:
             return self._sock
+        self._restart()
         host, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self._zygote = subprocess.Popen(
             [sys.executable, "-I", "-B", "-c", ZYGOTE.format(path=str(ensure_bundle()), fd=child.fileno())],
@@ -190,18 +305,91 @@ class LocalSandbox:
         self.close()
 
 
-def _supervise(pidfd: int, workdir: Path, job: Job) -> str | None:
-    """Wait for the child to exit; return why the host had to stop it, if it did."""
+def _protect(paths: Sequence[str]) -> None:
+    """Fallback mode: staff directories closed to other users (the job runs as one of them)."""
+    for path in paths:
+        try:
+            mode = os.stat(path).st_mode
+            if mode & 0o077:
+                os.chmod(path, mode & 0o700)
+        except OSError:
+            pass
+
+
+def _fix(missing: Sequence[str]) -> str:
+    if any(layer.endswith("-cgroup") for layer in missing):
+        return "Per-submission cgroups need root (cgroup v1 or v2 mounted at /sys/fs/cgroup); or use --backend docker."
+    if "hidden-reference" in missing:
+        return ("Make the grader's reference and rubric files unreadable to other users (chmod -R go-rwx), "
+                "or use --backend docker.")
+    if "seccomp-filter" in missing:
+        return "Install libseccomp2 (Debian: apt-get install libseccomp2), or use --backend docker."
+    return "Use --backend docker, or grade as practice."
+
+
+class _StreamReader(threading.Thread):
+    """Feeds the supervisor's result pipe into an OutputStream (which caps everything)."""
+
+    def __init__(self, source: IO[bytes], stream: OutputStream) -> None:
+        super().__init__(daemon=True)
+        self.source, self.stream = source, stream
+        self.cond = threading.Condition()
+        self.eof = False
+
+    def run(self) -> None:
+        try:
+            while chunk := self.source.read(262144):
+                with self.cond:
+                    self.stream.feed(chunk)
+                    self.cond.notify_all()
+        except (OSError, ValueError):
+            pass
+        with self.cond:
+            self.eof = True
+            self.cond.notify_all()
+
+    def done(self) -> bool:
+        return self.eof or self.stream.ended or self.stream.broken is not None
+
+
+def _supervise(reader: _StreamReader, pidfd: int, control: IO[bytes], job: Job) -> str | None:
+    """Wait for the stream's end; at a deadline tell the supervisor to stop; return why, if it had to.
+
+    The whole budget is fixed before the job starts; the ``I`` record can only end the import
+    deadline early, never extend the total."""
     import_deadline, total_deadline = deadlines(job)
-    marker = workdir / "out" / "import.json"
     started = time.monotonic()
-    while True:
-        elapsed = time.monotonic() - started
-        imported = marker.exists()
-        if not imported and elapsed > import_deadline:
-            return f"importing the module took longer than {import_deadline:g} s"
-        if elapsed > total_deadline:
-            return f"the whole run took longer than {total_deadline:g} s"
-        wait = total_deadline - elapsed if imported else min(POLL_S, import_deadline - elapsed)
-        if select.select([pidfd], [], [], max(wait, 0.0))[0]:
-            return None
+    killed = None
+    with reader.cond:
+        while not reader.done():
+            elapsed = time.monotonic() - started
+            if not reader.stream.imported and elapsed > import_deadline:
+                killed = f"importing the module took longer than {import_deadline:g} s"
+                break
+            if elapsed > total_deadline:
+                killed = f"the whole run took longer than {total_deadline:g} s"
+                break
+            limit = total_deadline if reader.stream.imported else import_deadline
+            reader.cond.wait(timeout=max(0.0, min(limit - elapsed, 0.25)))
+            if select.select([pidfd], [], [], 0)[0] and not reader.done():
+                reader.cond.wait(timeout=0.5)  # the job's process is gone: the stream ends now or never
+                break
+        if killed is not None:
+            try:
+                control.write(b"S")
+            except OSError:
+                pass
+            end = time.monotonic() + STOP_GRACE_S
+            while not reader.done() and time.monotonic() < end:
+                reader.cond.wait(timeout=end - time.monotonic())
+    return killed
+
+
+def _kill(pid: int) -> None:
+    import signal
+
+    for kill in (os.killpg, os.kill):
+        try:
+            kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
