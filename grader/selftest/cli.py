@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 EXIT_OK, EXIT_GATE, EXIT_USAGE = 0, 1, 2
 EQUIVALENTS = Path("tests") / "mutants" / "equivalent.toml"
-REFERENCE = Path("reference") / "solution" / "embeddings.py"
+SOLUTIONS = Path("reference") / "solution"
 
 
 def add_selftest_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -34,7 +34,8 @@ def add_selftest_parser(subparsers: Any) -> argparse.ArgumentParser:
                     "golden notebooks; every mutant not listed as equivalent in the reviewed file must fail a check.")
     p.add_argument("--mutants", action="store_true", help="run the mutation test (the only self-test so far)")
     p.add_argument("sources", nargs="*", type=Path, metavar="SOURCE",
-                   help=f"correct .py/.ipynb files to mutate (default: {REFERENCE} and submissions/correct_*.ipynb)")
+                   help=f"correct .py/.ipynb files to mutate (default: the rubric module's solution in {SOLUTIONS}/ "
+                        "and submissions/correct_*.ipynb)")
     p.add_argument("--jobs", type=int, default=1, metavar="N", help="graders running in parallel (default 1)")
     p.add_argument("--sample", type=int, metavar="N", help="grade only N mutants, drawn with --seed")
     p.add_argument("--seed", type=int, default=0, help="seed of the --sample draw (default 0)")
@@ -54,7 +55,7 @@ def checkout_root() -> Path:
     """The source checkout that holds ``submissions/``: the one this package runs from, else the current folder."""
     here = Path(__file__).resolve().parents[2]
     for root in (here, Path.cwd()):
-        if (root / "submissions").is_dir() and (root / REFERENCE).is_file():
+        if (root / "submissions").is_dir() and (root / SOLUTIONS).is_dir():
             return root
     raise SelftestError("no source checkout found (submissions/ and reference/); run it from the grader's "
                         "repository or name the sources to mutate")
@@ -80,14 +81,21 @@ def selftest_command(args: argparse.Namespace) -> int:
         return EXIT_USAGE
 
 
-def _sources(args: argparse.Namespace) -> tuple[list[Source], bool]:
+def default_sources(module: str) -> list[Source]:
+    """The rubric module's reference solution and the checkout's correct golden notebooks."""
+    from .mutate import load_source
+
+    root = checkout_root()
+    notebooks = sorted((root / "submissions").glob("correct_*.ipynb"))
+    return [load_source(root / SOLUTIONS / f"{module}.py", "reference"), *(load_source(p) for p in notebooks)]
+
+
+def _sources(args: argparse.Namespace, module: str) -> tuple[list[Source], bool]:
     from .mutate import load_source
 
     if args.sources:
         return [load_source(p) for p in args.sources], False
-    root = checkout_root()
-    notebooks = sorted((root / "submissions").glob("correct_*.ipynb"))
-    return [load_source(root / REFERENCE, "reference"), *(load_source(p) for p in notebooks)], True
+    return default_sources(module), True
 
 
 def _select(args: argparse.Namespace, generated: list[Mutant]) -> list[Mutant]:
@@ -111,7 +119,7 @@ def _run(args: argparse.Namespace, console: Console, errors: Console) -> int:
     from .mutate import generate
 
     rubric = load_rubric(args.rubric)
-    sources, every_source = _sources(args)
+    sources, every_source = _sources(args, rubric.module)
     generated = [m for s in sources for m in generate(s, rubric.targets)]
     chosen = _select(args, generated)
     if args.list:
