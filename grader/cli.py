@@ -49,9 +49,11 @@ def build_parser(grade_only: bool = False) -> argparse.ArgumentParser:
     if not grade_only:
         from .export.cli import add_export_parser
         from .gradescope_mode import add_gradescope_parser
+        from .selftest.cli import add_selftest_parser
 
         add_export_parser(sub)
         add_gradescope_parser(sub)
+        add_selftest_parser(sub)
     return parser
 
 
@@ -82,6 +84,10 @@ def main(argv: list[str] | None = None, *, use_daemon: bool = True) -> int:
         from .gradescope_mode import gradescope_command
 
         return gradescope_command(args)
+    if args.command == "selftest":
+        from .selftest.cli import selftest_command
+
+        return selftest_command(args)
     return _grade(args)
 
 

@@ -8,7 +8,8 @@ non-passing status. Only problems the *user of the grader* must fix raise.
     ├── RubricError            the rubric file is invalid (rubric stage)
     ├── SandboxError           the sandbox could not be started or used (sandbox stage)
     │   └── SandboxUnavailable  the requested backend is not available on this machine
-    └── HarnessProtocolError   the trusted reference run produced unusable output (judge stage)
+    ├── HarnessProtocolError   the trusted reference run produced unusable output (judge stage)
+    └── SelftestError          a self-test's sources or reviewed file are unusable (grader selftest)
 """
 
 from __future__ import annotations
@@ -36,3 +37,7 @@ class SandboxUnavailable(SandboxError):
 
 class HarnessProtocolError(GraderError, RuntimeError):
     """The trusted reference run failed; this is a fault of the grader or rubric, not the student."""
+
+
+class SelftestError(GraderError, ValueError):
+    """A source to mutate or the reviewed equivalents file of ``grader selftest`` is unusable."""

@@ -1,0 +1,214 @@
+"""``grader selftest --mutants``: mutation-test the checks on the correct sources of a checkout.
+
+Only the standard library is imported at first: ``add_selftest_parser`` runs every time the
+``grader`` command line is built.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..errors import GraderError, SelftestError
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from ..rubric import Rubric
+    from .mutants import Outcome, Summary
+    from .mutate import Mutant, Source
+
+EXIT_OK, EXIT_GATE, EXIT_USAGE = 0, 1, 2
+EQUIVALENTS = Path("tests") / "mutants" / "equivalent.toml"
+SOLUTIONS = Path("reference") / "solution"
+
+
+def add_selftest_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Add ``selftest`` to the ``grader`` command's subparsers."""
+    p: argparse.ArgumentParser = subparsers.add_parser(
+        "selftest", help="test the grader itself: --mutants grades small changes of correct solutions",
+        description="Mutation testing: grade one-change mutants of the reference solution and of the correct "
+                    "golden notebooks; every mutant not listed as equivalent in the reviewed file must fail a check.")
+    p.add_argument("--mutants", action="store_true", help="run the mutation test (the only self-test so far)")
+    p.add_argument("sources", nargs="*", type=Path, metavar="SOURCE",
+                   help=f"correct .py/.ipynb files to mutate (default: the rubric module's solution in {SOLUTIONS}/ "
+                        "and submissions/correct_*.ipynb)")
+    p.add_argument("--jobs", type=int, default=1, metavar="N", help="graders running in parallel (default 1)")
+    p.add_argument("--sample", type=int, metavar="N", help="grade only N mutants, drawn with --seed")
+    p.add_argument("--seed", type=int, default=0, help="seed of the --sample draw (default 0)")
+    p.add_argument("--grading-seed", type=int, default=0, metavar="N",
+                   help="seed of the non-visible checks' inputs, the same for every mutant (default 0)")
+    p.add_argument("--only", action="append", default=[], metavar="ID", help="grade only this mutant id (repeatable)")
+    p.add_argument("--operator", action="append", default=[], metavar="OP", help="grade only this operator (repeatable)")
+    p.add_argument("--equivalents", type=Path, metavar="FILE",
+                   help=f"reviewed equivalent survivors (default: {EQUIVALENTS} in the checkout)")
+    p.add_argument("--rubric", type=Path, help="rubric .toml (default: module 11 embeddings)")
+    p.add_argument("--json", type=Path, metavar="FILE", help="also write every mutant's outcome as JSON")
+    p.add_argument("--list", action="store_true", help="list the selected mutants without grading them")
+    return p
+
+
+def checkout_root() -> Path:
+    """The source checkout that holds ``submissions/``: the one this package runs from, else the current folder."""
+    here = Path(__file__).resolve().parents[2]
+    for root in (here, Path.cwd()):
+        if (root / "submissions").is_dir() and (root / SOLUTIONS).is_dir():
+            return root
+    raise SelftestError("no source checkout found (submissions/ and reference/); run it from the grader's "
+                        "repository or name the sources to mutate")
+
+
+def selftest_command(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.markup import escape
+
+    console, errors = Console(highlight=False), Console(stderr=True, highlight=False)
+    if not console.is_terminal:  # logs and CI: keep ids and diff lines whole
+        console = Console(highlight=False, width=200)
+    if not args.mutants:
+        errors.print("[red]error:[/] choose a self-test: grader selftest --mutants")
+        return EXIT_USAGE
+    if args.jobs < 1 or (args.sample is not None and args.sample < 1):
+        errors.print("[red]error:[/] --jobs and --sample take a number of 1 or more")
+        return EXIT_USAGE
+    try:
+        return _run(args, console, errors)
+    except GraderError as e:
+        errors.print(f"[red]error:[/] {escape(str(e))}")
+        return EXIT_USAGE
+
+
+def default_sources(module: str) -> list[Source]:
+    """The rubric module's reference solution and the checkout's correct golden notebooks."""
+    from .mutate import load_source
+
+    root = checkout_root()
+    notebooks = sorted((root / "submissions").glob("correct_*.ipynb"))
+    return [load_source(root / SOLUTIONS / f"{module}.py", "reference"), *(load_source(p) for p in notebooks)]
+
+
+def _sources(args: argparse.Namespace, module: str) -> tuple[list[Source], bool]:
+    from .mutate import load_source
+
+    if args.sources:
+        return [load_source(p) for p in args.sources], False
+    return default_sources(module), True
+
+
+def _select(args: argparse.Namespace, generated: list[Mutant]) -> list[Mutant]:
+    from .mutate import sample
+    from .operators import OPERATORS
+
+    if unknown := sorted(set(args.operator) - set(OPERATORS)):
+        raise SelftestError(f"unknown operator {', '.join(unknown)}; choose from {', '.join(OPERATORS)}")
+    chosen = [m for m in generated if (not args.only or m.id in args.only)
+              and (not args.operator or m.operator in args.operator)]
+    if missing := sorted(set(args.only) - {m.id for m in generated}):
+        raise SelftestError(f"no mutant {', '.join(missing)}; `grader selftest --mutants --list` shows the ids")
+    if not chosen:
+        raise SelftestError("no mutant of these sources matches both --only and --operator; drop one of them")
+    return sample(chosen, args.sample, args.seed)
+
+
+def _run(args: argparse.Namespace, console: Console, errors: Console) -> int:
+    from ..rubric import load_rubric
+    from .mutants import load_equivalents, summarize
+    from .mutate import generate
+
+    rubric = load_rubric(args.rubric)
+    sources, every_source = _sources(args, rubric.module)
+    generated = [m for s in sources for m in generate(s, rubric.targets)]
+    chosen = _select(args, generated)
+    if args.list:
+        for m in chosen:
+            console.print(f"{m.id}\t{m.where}\t{_short(m.before)} → {_short(m.after)}", markup=False, soft_wrap=True)
+        return EXIT_OK
+    equivalents_path = args.equivalents or (checkout_root() / EQUIVALENTS)
+    equivalents = load_equivalents(equivalents_path)
+    started = time.monotonic()
+    outcomes = _grade(args, rubric, sources, chosen, errors)
+    summary = summarize(outcomes, equivalents, generated, every_source=every_source)
+    console.print(f"{len(chosen)} of {len(generated)} mutants from {len(sources)} source(s) graded in "
+                  f"{time.monotonic() - started:.0f} s with {args.jobs} job(s); grading seed {args.grading_seed}")
+    report(summary, equivalents_path, console)
+    if args.json:
+        write_json(args.json, outcomes, equivalents)
+    return EXIT_OK if summary.passed else EXIT_GATE
+
+
+def _grade(args: argparse.Namespace, rubric: Rubric, sources: list[Source], chosen: list[Mutant],
+           errors: Console) -> list[Outcome]:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    from ..grade import Grader
+    from .mutants import check_baselines, grade_mutants
+
+    def factory() -> Grader:
+        return Grader(rubric, "local", seed=args.grading_seed)
+
+    with factory() as first:
+        check_baselines([s for s in sources if any(m.source is s for m in chosen)], first)
+    progress = Progress(TextColumn("[bold]mutants"), BarColumn(), MofNCompleteColumn(),
+                        TextColumn("{task.fields[survived]} survived"), TimeElapsedColumn(), TextColumn("eta"),
+                        TimeRemainingColumn(), console=errors, transient=True)
+    task = progress.add_task("mutants", total=len(chosen), survived=0)
+    survived = 0
+
+    def done(outcome: Outcome) -> None:
+        nonlocal survived
+        survived += not outcome.killed
+        progress.update(task, advance=1, survived=survived)
+
+    with progress:
+        return grade_mutants(chosen, factory, jobs=args.jobs, on_done=done)
+
+
+def _short(text: str, width: int = 110) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _rate(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.1f} %"
+
+
+def report(summary: Summary, equivalents_path: Path, console: Console) -> None:
+    """The kill rates per source and per generation, then every survivor and every stale reviewed entry."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    table = Table(box=None, pad_edge=False)
+    for column in ("source", "generation", "mutants", "killed", "equivalent", "survived", "kill rate",
+                   "killed by hidden checks only"):
+        table.add_column(column, justify="left" if column in ("source", "generation") else "right")
+    for tally in [*summary.by_source.values(), *summary.by_generation.values()]:
+        survived = tally.total - tally.killed - tally.equivalent
+        table.add_row(escape(tally.label), escape(tally.generation), str(tally.total), str(tally.killed),
+                      str(tally.equivalent), str(survived), _rate(tally.rate), str(tally.hidden_only))
+    console.print(table)
+    if summary.survivors:
+        console.print(f"\n[bold red]{len(summary.survivors)} mutant(s) survived[/] (not listed in "
+                      f"{escape(str(equivalents_path))}): add a check that catches each, or list it there with the "
+                      "reason it is equivalent")
+        for o in summary.survivors:
+            m = o.mutant
+            console.print(f"  {escape(m.id)}  [dim]{m.operator}, {escape(m.where)}[/]", soft_wrap=True)
+            console.print(f"      - {escape(_short(m.before))}\n      + {escape(_short(m.after))}", soft_wrap=True)
+    for o in summary.killed_but_listed:
+        console.print(f"[yellow]listed as equivalent but killed[/] by {', '.join(o.failed)}: {escape(o.mutant.id)} "
+                      f"(a correct program that fails a check, or a wrong entry: remove it or fix the check)")
+    for mutant_id in summary.unknown_listed:
+        console.print(f"[yellow]listed as equivalent but no such mutant[/]: {escape(mutant_id)} (remove the entry)")
+    if summary.passed:
+        console.print("[green]every non-equivalent mutant was killed[/]")
+
+
+def write_json(path: Path, outcomes: list[Outcome], equivalents: dict[str, str]) -> None:
+    rows = [{"id": o.mutant.id, "source": o.mutant.source.name, "generation": o.mutant.source.generation,
+             "operator": o.mutant.operator, "variant": o.mutant.variant, "where": o.mutant.where,
+             "before": o.mutant.before, "after": o.mutant.after, "killed": o.killed, "failed_checks": list(o.failed),
+             "failed_visible_checks": list(o.failed_visible), "equivalent": equivalents.get(o.mutant.id)}
+            for o in outcomes]
+    path.write_text(json.dumps(rows, indent=1, ensure_ascii=False), encoding="utf-8")
