@@ -210,12 +210,13 @@ def test_the_repository_may_select_an_installed_rubric_by_id_and_hash(run: Run, 
     from grader.rubric import load_rubric
 
     rubric = load_rubric()
+    points = next(c.points for c in rubric.checks if c.id == "emb_shape")
     sub = submission(pytester, BUGGY)
     pytester.makeini(f"[pytest]\ngrade_rubric = {rubric.id}@sha256:{rubric.sha256[:16]}\n")
     result = run("--grade", sub, "-k", "emb_shape")
     assert result.ret == pytest.ExitCode.OK
     result.stdout.fnmatch_lines([f"grading: * with rubric {rubric.id}@sha256:{rubric.sha256[:12]} *",
-                                 "module 11 embeddings: 5/5 (1/1 checks)"])
+                                 f"module 11 embeddings: {points:g}/{points:g} (1/1 checks)"])
     pytester.makeini(f"[pytest]\ngrade_rubric = {rubric.id}@sha256:{'0' * 16}\n")  # another version of it
     wrong = run("--grade", sub, "--collect-only")
     assert wrong.ret == pytest.ExitCode.USAGE_ERROR
@@ -227,7 +228,7 @@ def test_the_course_command_line_may_still_pass_a_rubric_file(run: Run, pytester
     evil = one_check_rubric(pytester.path / "course-rubric.toml")
     result = run("--grade", submission(pytester, BUGGY), "--rubric", evil)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
-    result.stdout.fnmatch_lines(["grading: * with rubric mine@sha256:*", "module 11 embeddings: 100/100 (14/16 checks)"])
+    result.stdout.fnmatch_lines(["grading: * with rubric mine@sha256:*", "module 11 embeddings: 100/100 (*/* checks)"])
 
 
 def test_the_repository_names_no_submission_outside_itself(run: Run, pytester: pytest.Pytester) -> None:

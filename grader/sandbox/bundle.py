@@ -16,8 +16,6 @@ from pathlib import Path
 
 from ..paths import cache_root, harness_parent, runtime_dir
 
-BOOT = "import sys; sys.path[:0] = [{path!r}]; import harness.run as r; r.main(wait=True)"
-
 
 def _sources() -> list[tuple[Path, str]]:
     """(file, path inside the bundle) for every file the bundle holds."""
@@ -67,6 +65,3 @@ def ensure_bundle() -> Path:
     os.chmod(dest, 0o755)
     return dest
 
-
-def boot_command(python: str, bundle: str) -> list[str]:
-    return [python, "-I", "-B", "-c", BOOT.format(path=bundle)]
