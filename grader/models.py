@@ -10,12 +10,26 @@ from pydantic import BaseModel, ConfigDict, Field
 SCHEMA_VERSION = 1
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def clean(text: str) -> str:
+    """Student-controlled text that every encoder accepts (UTF-8, JSON, SQLite): each lone
+    surrogate becomes a visible escape, ``\\xNN`` for an undecodable byte of a file name
+    (Python's surrogateescape), ``\\udNNN`` for one that came from a JSON ``\\u`` escape."""
+    return _SURROGATE.sub(_escape_surrogate, text) if _SURROGATE.search(text) else text
+
+
+def _escape_surrogate(m: re.Match[str]) -> str:
+    code = ord(m.group())
+    return f"\\x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"\\u{code:04x}"
 
 
 def shown(text: str) -> str:
-    """Student-controlled text made safe for a terminal: control characters (ANSI and OSC
-    escapes included) become visible ``\\xNN`` escapes; newlines and tabs stay."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    """Student-controlled text made safe for a terminal and for storage: control characters (ANSI
+    and OSC escapes included) and lone surrogates become visible escapes; newlines and tabs stay."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", clean(text))
+
 
 CheckStatus = Literal["passed", "failed", "error", "timeout", "crashed", "oom", "not_gradable"]
 Visibility = Literal["visible", "hidden", "after_due_date", "after_published"]
@@ -57,6 +71,7 @@ class Chunk(Record):
     line: int
     source: str
     defines: tuple[str, ...]
+    modifies: tuple[str, ...] = ()  # those of ``defines`` it changes without rebinding: ``Embedding.forward = f``
 
 
 DropKind = Literal["magic", "shell", "call", "loop", "print", "main_block", "unused", "other"]
@@ -87,6 +102,7 @@ class StudentModule(Record):
     kept: tuple[str, ...]
     dropped: tuple[Dropped, ...]
     syntax_errors: tuple[CellSyntaxError, ...]
+    notes: tuple[str, ...] = ()
 
     def source(self) -> str:
         """The module as one file, for people to read."""
@@ -139,6 +155,7 @@ class ExtractionSummary(Record):
     dropped: tuple[Dropped, ...]
     syntax_errors: tuple[CellSyntaxError, ...]
     import_errors: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()  # how the notebook was read: upgrades, replaced characters, redefinitions
 
 
 class GradeReport(Record):

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
-from ..models import GradeReport
+from ..models import GradeReport, shown
 
 ResultStatus = Literal["graded", "invalid", "failed_to_grade"]
 
@@ -55,6 +55,12 @@ class StoredResult:
     max_score: float | None
     report: GradeReport | None
     graded_at: str
+
+    def __post_init__(self) -> None:
+        # Ids, names, dates and reasons come from students' files, file names and metadata: each one
+        # is made storable (UTF-8, SQLite, JSON, CSV) and printable here, once.
+        for name in ("student_id", "file_name", "name", "email", "submitted_at", "reason"):
+            object.__setattr__(self, name, shown(getattr(self, name)))
 
 
 def cache_key(sha256: str, rubric_hash: str, image: str, grader_version: str) -> str:
