@@ -193,10 +193,11 @@ def _read_json(path: Path, model: type[_R]) -> _R | None:
 
 
 def _shown_strings(value: Any) -> Any:
-    """``value`` with every string (keys included) made safe to store and print, no longer than it
-    was (so that the schema's length caps still hold)."""
+    """``value`` with every string (keys included) made safe to store and print. Escapes lengthen a
+    string: it is cut back to its length (at least the smallest length cap of the schema, 80), so
+    that a string within its cap stays within it."""
     if isinstance(value, str):
-        return shown(value)[: len(value)]
+        return shown(value)[: max(len(value), 80)]
     if isinstance(value, list):
         return [_shown_strings(v) for v in value]
     if isinstance(value, dict):
