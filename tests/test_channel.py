@@ -119,7 +119,7 @@ def test_npy_versions_2_and_3_are_read(tmp_path: Path) -> None:
     data = np.array([1.5, 2.5]).tobytes()
     for version in (2, 3):
         assert read_npy(npy(tmp_path / f"v{version}.npy", header, data, version), (2,)).tolist() == [1.5, 2.5]
-    with pytest.raises(ValueError, match="no .npy magic and version"):
+    with pytest.raises(ValueError, match=r"no \.npy magic and version"):
         read_npy(npy(tmp_path / "v9.npy", header, data, 9), (2,))
 
 
