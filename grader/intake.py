@@ -3,8 +3,8 @@
 Reading a submission runs parsers on bytes a student wrote: JSON, YAML (jupytext headers), nbformat's
 converters, and Python's own ``ast``, ``compile`` and ``symtable``. Each has inputs that cost it
 minutes or gigabytes, or crash it (nesting too deep, aliases that expand exponentially). So load and
-extract run in a forked child with an address-space limit, a CPU limit and a wall-clock deadline,
-and hand back plain JSON. Whatever happens in there costs only that submission: a one-line
+extract run in a forked child with an address-space limit, a CPU-time limit and a wall-clock
+deadline, and hand back plain JSON. Whatever happens in there costs only that submission: a one-line
 ``SubmissionError``. A fork of the warm grading process costs about a millisecond, and the parsers
 the child had to import are imported here afterwards, so that the next child inherits them.
 """
@@ -117,8 +117,8 @@ def _quiet_and_bounded(w: int, limits: LoadLimits) -> None:
     sys.stdout = sys.stderr = None
     sys.unraisablehook = lambda _: None
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    seconds = math.ceil(limits.max_seconds) + 1
-    resource.setrlimit(resource.RLIMIT_CPU, (seconds, seconds + 1))  # also ends a child whose parent died
+    seconds = max(1, math.ceil(limits.max_seconds))
+    resource.setrlimit(resource.RLIMIT_CPU, (seconds, seconds + 1))  # SIGXCPU, then SIGKILL
     size = _address_space()
     if size is not None:
         cap = size + limits.max_memory_mb * 1024 * 1024
@@ -142,7 +142,8 @@ def _address_space() -> int | None:
 
 def _collect(r: int, pid: int, name: str, limits: LoadLimits) -> dict[str, Any]:
     """The child's reply; SubmissionError if it ran out of time or memory, or died."""
-    deadline = time.monotonic() + limits.max_seconds
+    wall = _wall_seconds(limits)
+    deadline = time.monotonic() + wall
     poller = select.poll()
     poller.register(r, select.POLLIN)
     chunks: list[bytes] = []
@@ -151,8 +152,8 @@ def _collect(r: int, pid: int, name: str, limits: LoadLimits) -> dict[str, Any]:
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
-                raise SubmissionError(f"{name}: reading it took more than {limits.max_seconds:g} s; is something "
-                                      "in it built to be slow to parse (YAML aliases, deeply nested code)?")
+                raise SubmissionError(f"{name}: reading it took more than {wall:g} s; is something in it built "
+                                      "to be slow to parse (YAML aliases, deeply nested code)?")
             if not poller.poll(left * 1000):
                 continue
             chunk = os.read(r, 1 << 20)
@@ -174,6 +175,12 @@ def _collect(r: int, pid: int, name: str, limits: LoadLimits) -> dict[str, Any]:
     return reply
 
 
+def _wall_seconds(limits: LoadLimits) -> float:
+    """The wall-clock deadline: CPU time is the budget (a child that spends it gets SIGXCPU); the
+    deadline, with room for a machine busy grading a class in parallel, ends a child that waits."""
+    return limits.max_wall_seconds if limits.max_wall_seconds is not None else 3 * limits.max_seconds + 1
+
+
 def _kill(pid: int) -> None:
     try:
         os.kill(pid, signal.SIGKILL)
@@ -185,8 +192,9 @@ def _kill(pid: int) -> None:
 def _death(status: int, limits: LoadLimits) -> str:
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
-        if sig == signal.SIGXCPU:
-            return f"reading it took more than {limits.max_seconds:g} s of CPU time"
+        if sig in (signal.SIGXCPU, signal.SIGKILL):  # SIGKILL: the hard CPU limit (the parent's kill raises first)
+            return (f"reading it took more than {max(1, math.ceil(limits.max_seconds))} s of CPU time; is something "
+                    "in it built to be slow to parse (YAML aliases, deeply nested code)?")
         return (f"reading it crashed the parser (signal {sig}); is something in it nested too deeply "
                 "or built to be expensive to parse?")
     return f"reading it failed (exit status {os.WEXITSTATUS(status)}); it may be too large or too deeply nested"

@@ -27,7 +27,8 @@ class LoadLimits:
 
     max_bytes: int = 5 * 1024 * 1024
     max_cells: int = 2000
-    max_seconds: float = 10.0  # wall-clock time to load and extract one file (grader.intake)
+    max_seconds: float = 10.0  # CPU time to load and extract one file (grader.intake)
+    max_wall_seconds: float | None = None  # wall-clock deadline; None: 3 x max_seconds + 1, room for a busy machine
     max_memory_mb: int = 1024  # memory the parsers may use on top of the grading process's own
 
 
