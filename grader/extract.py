@@ -19,6 +19,7 @@ import ast
 import re
 import symtable
 import threading
+import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
@@ -68,7 +69,9 @@ def extract_unlocked(submission: Submission, targets: Sequence[str]) -> StudentM
         if text is None or not text.strip():
             continue
         try:
-            candidates.extend(_statements(cell.index, text, dropped))
+            with warnings.catch_warnings():  # the student's warnings ("\d", ``x is 1``): neither
+                warnings.simplefilter("ignore")  # printed here nor, under -W error, a syntax error
+                candidates.extend(_statements(cell.index, text, dropped))
         except SyntaxError as e:
             errors.append(CellSyntaxError(cell=cell.index, line=e.lineno or 0, message=e.msg))
         except (ValueError, MemoryError, RecursionError) as e:

@@ -166,7 +166,7 @@ def _collect(r: int, pid: int, name: str, limits: LoadLimits) -> dict[str, Any]:
     except BaseException:
         _kill(pid)
         raise
-    status = os.waitpid(pid, 0)[1]
+    status = _reap(pid)
     if not chunks:
         raise SubmissionError(f"{name}: {_death(status, limits)}")
     reply = json.loads(b"".join(chunks))
@@ -186,7 +186,15 @@ def _kill(pid: int) -> None:
         os.kill(pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
-    os.waitpid(pid, 0)
+    _reap(pid)
+
+
+def _reap(pid: int) -> int:
+    """The child's wait status; 0 if something else reaped it (SIGCHLD ignored by an embedding program)."""
+    try:
+        return os.waitpid(pid, 0)[1]
+    except ChildProcessError:
+        return 0
 
 
 def _death(status: int, limits: LoadLimits) -> str:

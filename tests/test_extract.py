@@ -137,3 +137,10 @@ def test_chunks_keep_their_cell_line_numbers() -> None:
     chunk = next(c for c in m.chunks if "create_sinusoidal_embeddings" in c.defines)
     assert (chunk.cell, chunk.line) == (1, 3) and chunk.source.startswith("@decorator")
     assert "decorator" in m.kept
+
+
+def test_warnings_of_the_students_code_are_not_errors() -> None:
+    # filterwarnings = error holds in this test suite, as -W error could for a course
+    m = extract(submission('import re\nPAT = re.compile("\\d+")\n'
+                           "def create_sinusoidal_embeddings(n, d):\n    return PAT if n is 1 else None\n"), TARGETS)
+    assert m.syntax_errors == () and m.kept == ("re", "PAT", "create_sinusoidal_embeddings")
