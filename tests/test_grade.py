@@ -3,6 +3,7 @@ checks, and attempts to change a verdict from inside the student's process."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import textwrap
@@ -12,7 +13,10 @@ from typing import Any
 
 import pytest
 
+from rich.console import Console
+
 from grader import Grader, GradeReport
+from grader.report import render
 
 from .conftest import SUBMISSIONS, code_cells, fast_rubric_file, write_notebook
 
@@ -145,9 +149,12 @@ def test_a_bug_fixed_in_a_later_cell_is_graded_as_fixed_with_a_note(grader_local
     cells = [*CELLS[:EMBEDDING_CELL], BUGGY_EMBEDDING, *CELLS[EMBEDDING_CELL:]]
     report = grader_local.grade(with_cells(tmp_path, "fixed.ipynb", cells))
     assert report.score == 100
-    assert report.extraction.notes == (
-        f"Embedding is defined more than once (cells {EMBEDDING_CELL + 1}, {EMBEDDING_CELL + 2}); as when the notebook "
-        f"runs from top to bottom, the last definition (cell {EMBEDDING_CELL + 2}) is the one graded",)
+    note = (f"Embedding is defined more than once (cells {EMBEDDING_CELL + 1}, {EMBEDDING_CELL + 2}); as when the "
+            f"notebook runs from top to bottom, the last definition (cell {EMBEDDING_CELL + 2}) is the one graded")
+    assert report.extraction.notes == (note,)
+    out = io.StringIO()
+    render(report, Console(file=out, width=400))
+    assert f"note: {note}" in out.getvalue()  # the student sees it
 
 
 def test_a_bug_introduced_in_a_later_cell_is_what_gets_graded(grader_local: Grader, tmp_path: Path) -> None:
