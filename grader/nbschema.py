@@ -27,27 +27,12 @@ def _schema_path(minor: int) -> Path:
     return Path(next(iter(spec.submodule_search_locations))) / "v4" / f"nbformat.v4.{minor}.schema.json"
 
 
-_COMPILED: set[int] = set()
-
-
 @lru_cache(maxsize=8)
 def _validator(minor: int) -> Callable[[Any], Any]:
     import fastjsonschema
 
     validator: Callable[[Any], Any] = fastjsonschema.compile(json.loads(_schema_path(minor).read_bytes()))
-    _COMPILED.add(minor)
     return validator
-
-
-def compiled() -> frozenset[int]:
-    """The minor versions whose validator this process has compiled."""
-    return frozenset(_COMPILED)
-
-
-def warm(minor: int) -> None:
-    """Compile the validator of ``minor`` now (processes forked later inherit it)."""
-    if 0 <= minor <= LATEST_MINOR:
-        _validator(minor)
 
 
 def validate_v4(nb: dict[str, Any]) -> str | None:

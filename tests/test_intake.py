@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import threading
 import time
 from pathlib import Path
@@ -13,7 +14,7 @@ import pytest
 
 from grader.errors import GraderError, SubmissionError
 from grader.extract import extract
-from grader.intake import read_submission
+from grader.intake import read_submission, shutdown
 from grader.load import LoadLimits, load_submission
 
 from .conftest import SUBMISSIONS, write_notebook
@@ -39,7 +40,7 @@ def test_refusals_come_back_as_one_line_submission_errors(tmp_path: Path) -> Non
 
 
 def _patch_reader(monkeypatch: pytest.MonkeyPatch, action: str) -> None:
-    """Make the child's reader misbehave (the child is forked, so it inherits the patch)."""
+    """Make the reader misbehave in a fresh worker (forked after the patch, so it inherits it)."""
 
     def misbehave(*args: object, **kwargs: object) -> None:
         if action == "hang":
@@ -55,7 +56,8 @@ def _patch_reader(monkeypatch: pytest.MonkeyPatch, action: str) -> None:
             os.kill(os.getpid(), signal.SIGSEGV)
         raise KeyError("a bug in the grader")
 
-    monkeypatch.setattr("grader.intake._read", misbehave)
+    monkeypatch.setattr("grader.intake.load_submission", misbehave)
+    shutdown()
 
 
 @pytest.mark.parametrize(
@@ -79,6 +81,7 @@ def test_a_reader_that_runs_away_or_dies_costs_only_that_file(
     assert time.monotonic() - started < 20
     assert info.type is error and "\n" not in str(info.value)
     monkeypatch.undo()
+    shutdown()  # the misbehaving worker may still be there (a bug is answered, the worker retires)
     assert read_submission(SUBMISSIONS / "correct_tinytorch.ipynb", TARGETS).module.chunks  # the next one is fine
 
 
@@ -87,28 +90,59 @@ def children() -> set[str]:
     return {pid for task in Path("/proc/self/task").iterdir() for pid in (task / "children").read_text().split()}
 
 
-def test_children_are_reaped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_workers_are_reused_and_replaced_and_none_is_left_behind(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    shutdown()
     before = children()
     nb = write_notebook(tmp_path / "a.ipynb", ["x = 1"])
     for _ in range(3):
         read_submission(nb, TARGETS)
+    assert len(children() - before) == 1  # one warm worker serves them all
     _patch_reader(monkeypatch, "hang")
     with pytest.raises(SubmissionError):
         read_submission(nb, TARGETS, LoadLimits(max_seconds=1, max_wall_seconds=0.5))
+    assert children() == before  # the worker that ran out of time was killed and reaped
+    monkeypatch.undo()
+    read_submission(nb, TARGETS)
+    shutdown()
     assert children() == before  # none left behind, running or zombie
 
 
 def test_reads_from_several_threads_at_once(tmp_path: Path) -> None:
-    """Batch grading reads in several threads: each child gets its own pipe and its own result."""
-    paths = [write_notebook(tmp_path / f"n{i}.ipynb", [f"class Embedding:\n    n = {i}\n"]) for i in range(12)]
-    got: dict[int, str] = {}
+    """Batch grading reads in several threads: each has its own worker, and starting one must not
+    disturb the others (a new worker inherits its siblings' handles)."""
+    paths = [write_notebook(tmp_path / f"n{i}.ipynb", [f"class Embedding:\n    n = {i}\n"]) for i in range(6)]
+    rounds = threading.Barrier(6)
+    got: dict[int, list[str]] = {i: [] for i in range(6)}
 
     def read(i: int) -> None:
-        got[i] = read_submission(paths[i], TARGETS).module.chunks[0].source
+        for _ in range(3):
+            got[i].append(read_submission(paths[i], TARGETS).module.chunks[0].source)
+            rounds.wait(timeout=60)
 
-    threads = [threading.Thread(target=read, args=(i,)) for i in range(12)]
+    threads = [threading.Thread(target=read, args=(i,)) for i in range(6)]
     for t in threads:
         t.start()
     for t in threads:
-        t.join(timeout=60)
-    assert got == {i: f"class Embedding:\n    n = {i}" for i in range(12)}
+        t.join(timeout=120)
+    assert got == {i: [f"class Embedding:\n    n = {i}"] * 3 for i in range(6)}
+
+
+def test_a_fork_elsewhere_in_the_process_leaves_the_workers_alone(tmp_path: Path) -> None:
+    """A child forked to run Python code (subprocess's preexec_fn, as the local sandbox's namespace
+    probe does) drops the other threads' workers there: it must not stop them here."""
+    nb = write_notebook(tmp_path / "a.ipynb", ["class Embedding:\n    pass\n"])
+    forked, results = threading.Event(), []
+
+    def reader() -> None:
+        results.append(read_submission(nb, TARGETS).module.kept)
+        forked.wait(timeout=60)
+        results.append(read_submission(nb, TARGETS).module.kept)
+
+    thread = threading.Thread(target=reader)
+    thread.start()
+    while not results and thread.is_alive():
+        time.sleep(0.01)
+    subprocess.run(["/bin/true"], preexec_fn=lambda: None, check=True)
+    forked.set()
+    thread.join(timeout=60)
+    assert results == [("Embedding",), ("Embedding",)]
