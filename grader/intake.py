@@ -118,9 +118,14 @@ class _Worker:
         with _FORK_LOCK:  # no other worker may inherit this worker's ends of the pipes
             req_r, req_w = os.pipe()
             rep_r, rep_w = os.pipe()
-            with warnings.catch_warnings():  # Python 3.12+ warns about forking with threads; the
-                warnings.simplefilter("ignore", DeprecationWarning)  # worker takes no lock they may hold
-                pid = os.fork()
+            try:
+                with warnings.catch_warnings():  # Python 3.12+ warns about forking with threads; the
+                    warnings.simplefilter("ignore", DeprecationWarning)  # worker takes no lock they may hold
+                    pid = os.fork()
+            except BaseException:
+                for fd in (req_r, req_w, rep_r, rep_w):
+                    os.close(fd)
+                raise
             if pid == 0:
                 _serve(req_r, rep_w)
             os.close(req_r)
