@@ -65,6 +65,9 @@ def read_submission(path: str | os.PathLike[str], targets: Sequence[str],
     except _WorkerGone as gone:
         shutdown()
         raise SubmissionError(f"{name}: {gone.reason(limits)}") from None
+    except BaseException:  # an answer half read (or not read) leaves the worker out of step: replace it
+        shutdown()
+        raise
     if reply.get("retire"):
         shutdown()
     if "error" in reply:
