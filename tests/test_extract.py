@@ -144,3 +144,29 @@ def test_warnings_of_the_students_code_are_not_errors() -> None:
     m = extract(submission('import re\nPAT = re.compile("\\d+")\n'
                            "def create_sinusoidal_embeddings(n, d):\n    return PAT if n is 1 else None\n"), TARGETS)
     assert m.syntax_errors == () and m.kept == ("re", "PAT", "create_sinusoidal_embeddings")
+
+
+def run(sources: list[str]) -> dict[str, object]:
+    namespace: dict[str, object] = {}
+    for source in sources:
+        exec(compile(source, "<test>", "exec"), namespace)  # our own test code, not a student's
+    return namespace
+
+
+def test_kept_statements_run_in_order_give_what_the_notebook_gives() -> None:
+    """Redefinitions between uses: each use sees the definition in force at its point of the notebook."""
+    cells = [
+        "SCALE = 1\n",
+        "def helper():\n    return 'first'\n",
+        "class Embedding:\n    scale = SCALE\n    def forward(self):\n        return helper()\n",
+        "SCALE = 2\n",
+        "def helper():\n    return 'second'\n",
+        "def create_sinusoidal_embeddings(n, d):\n    return SCALE\n",
+        "Base = Embedding\nclass Embedding(Base):\n    pass\n",
+    ]
+    m = extract(submission(*cells), TARGETS)
+    notebook, kept = run(cells), run([c.source for c in m.chunks])
+    for ns in (notebook, kept):
+        emb = ns["Embedding"]
+        assert (emb.scale, emb().forward(), ns["create_sinusoidal_embeddings"](1, 1)) == (1, "second", 2)  # type: ignore[attr-defined, operator]
+        assert emb.__mro__[1] is ns["Base"]  # type: ignore[attr-defined]
