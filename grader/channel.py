@@ -19,7 +19,7 @@ from typing import IO, Annotated, Any, Literal, TypeVar
 import numpy as np
 from pydantic import Field, StrictBool, StrictFloat, StrictInt, StrictStr, ValidationError
 
-from .models import Record, shown
+from .models import Record, map_strings, shown
 
 MAX_JSON_BYTES = 256 * 1024
 MAX_ARRAY_BYTES = 32 * 1024 * 1024
@@ -187,19 +187,13 @@ def _read_json(path: Path, model: type[_R]) -> _R | None:
     try:
         if path.is_symlink() or not path.is_file() or path.stat().st_size > MAX_JSON_BYTES:
             return None
-        return model.model_validate(_shown_strings(json.loads(path.read_bytes())))
+        return model.model_validate(map_strings(json.loads(path.read_bytes()), _shown))
     except (OSError, ValueError, RecursionError, ValidationError):
         return None
 
 
-def _shown_strings(value: Any) -> Any:
-    """``value`` with every string (keys included) made safe to store and print. Escapes lengthen a
-    string: it is cut back to its length (at least the smallest length cap of the schema, 80), so
-    that a string within its cap stays within it."""
-    if isinstance(value, str):
-        return shown(value)[: max(len(value), 80)]
-    if isinstance(value, list):
-        return [_shown_strings(v) for v in value]
-    if isinstance(value, dict):
-        return {_shown_strings(k): _shown_strings(v) for k, v in value.items()}
-    return value
+def _shown(text: str) -> str:
+    """``text`` made safe to store and print. Escapes lengthen a string: it is cut back to its
+    length (at least the smallest length cap of the schema, 80), so that a string within its cap
+    stays within it."""
+    return shown(text)[: max(len(text), 80)]

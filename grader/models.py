@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import re
-from typing import Literal
+from collections.abc import Callable
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -23,6 +24,18 @@ def clean(text: str) -> str:
 def _escape_surrogate(m: re.Match[str]) -> str:
     code = ord(m.group())
     return f"\\x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"\\u{code:04x}"
+
+
+def map_strings(value: Any, fn: Callable[[str], str]) -> Any:
+    """``value`` (plain data: dicts, lists, tuples, scalars) with ``fn`` applied to every string,
+    dictionary keys included; tuples become lists."""
+    if isinstance(value, str):
+        return fn(value)
+    if isinstance(value, dict):
+        return {map_strings(k, fn): map_strings(v, fn) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [map_strings(v, fn) for v in value]
+    return value
 
 
 def shown(text: str) -> str:

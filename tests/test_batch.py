@@ -240,3 +240,26 @@ def test_hostile_submissions_cost_only_their_student(tmp_path: Path) -> None:
     again = subprocess.run([sys.executable, "-m", "grader.cli", "batch", str(src), "--out", str(out)],
                            capture_output=True, text=True, timeout=300)
     assert again.returncode == 0 and "5 up to date" in again.stdout
+
+
+def test_a_result_holding_text_no_encoder_accepts_is_still_stored(tmp_path: Path) -> None:
+    """The last line of defence: student text is made safe where it enters a report, but a lone
+    surrogate that got in anyway is escaped, not allowed to stop the class's store and files."""
+    from grader import Grader
+    from grader.batch.runner import write_student_report
+    from grader.batch.store import StoredResult, now
+
+    with Grader(backend="local", public_only=True) as g:
+        report = g.grade(CORRECT)
+    check = report.checks[0].model_copy(update={"message": "bad \ud800 text"})
+    report = report.model_copy(update={"checks": (check, *report.checks[1:])})
+    result = StoredResult(student_id="s\udcff", cache_key="k", sha256="0", file_name="a\udcff.ipynb", name="\x1b[2J",
+                          email="", submitted_at="", status="graded", reason="", score=report.score,
+                          max_score=report.max_score, report=report, graded_at=now())
+    with SQLiteStore(tmp_path) as store:
+        store.put(result)
+        (back,) = store.results()
+    assert back.report is not None and back.report.checks[0].message == "bad \\ud800 text"
+    assert (back.student_id, back.file_name, back.name) == ("s\\xff", "a\\xff.ipynb", "\\x1b[2J")
+    written = write_student_report(tmp_path, result)
+    assert written is not None and "bad \\\\ud800 text" in written.read_text(encoding="utf-8")
