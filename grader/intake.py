@@ -56,18 +56,8 @@ def read_submission(path: str | os.PathLike[str], targets: Sequence[str],
         submission = load_submission(path, limits)
         return Intake(submission, extract(submission, targets))
     name = shown(Path(path).name)
-    worker: _Worker | None = getattr(_LOCAL, "worker", None)
-    if worker is None:
-        worker = _LOCAL.worker = _Worker()
     request = {"path": os.path.abspath(path), "targets": list(targets), "limits": asdict(limits)}
-    try:
-        reply = worker.ask(request, _wall_seconds(limits))
-    except _WorkerGone as gone:
-        shutdown()
-        raise SubmissionError(f"{name}: {gone.reason(limits)}") from None
-    except BaseException:  # an answer half read (or not read) leaves the worker out of step: replace it
-        shutdown()
-        raise
+    reply = _ask(request, limits, name)
     if reply.get("retire"):
         shutdown()
     if "error" in reply:
@@ -75,6 +65,26 @@ def read_submission(path: str | os.PathLike[str], targets: Sequence[str],
     if "internal" in reply:
         raise GraderError(f"{name}: internal grader error while reading it, please report it: {reply['internal']}")
     return Intake(Submission.model_validate(reply["submission"]), StudentModule.model_validate(reply["module"]))
+
+
+def _ask(request: dict[str, Any], limits: LoadLimits, name: str) -> dict[str, Any]:
+    """This thread's worker's answer. A warm worker that died (killed from outside since its last
+    answer, say) gets one fresh successor before the file is blamed; a file that ran out of time
+    is blamed at once."""
+    while True:
+        worker: _Worker | None = getattr(_LOCAL, "worker", None)
+        fresh = worker is None
+        if worker is None:
+            worker = _LOCAL.worker = _Worker()
+        try:
+            return worker.ask(request, _wall_seconds(limits))
+        except _WorkerGone as gone:
+            shutdown()
+            if fresh or gone.spent_its_time():
+                raise SubmissionError(f"{name}: {gone.reason(limits)}") from None
+        except BaseException:  # an answer half read (or not read) leaves the worker out of step: replace it
+            shutdown()
+            raise
 
 
 def shutdown() -> None:
@@ -101,6 +111,10 @@ class _WorkerGone(Exception):
     def __init__(self, status: int | None, *, timed_out: bool = False) -> None:
         super().__init__(status)
         self.status, self.timed_out = status, timed_out
+
+    def spent_its_time(self) -> bool:
+        return self.timed_out or (self.status is not None and os.WIFSIGNALED(self.status)
+                                  and os.WTERMSIG(self.status) == signal.SIGXCPU)
 
     def reason(self, limits: LoadLimits) -> str:
         hint = "is something in it built to be slow or expensive to parse (YAML aliases, deeply nested code)?"

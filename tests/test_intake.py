@@ -146,3 +146,13 @@ def test_a_fork_elsewhere_in_the_process_leaves_the_workers_alone(tmp_path: Path
     forked.set()
     thread.join(timeout=60)
     assert results == [("Embedding",), ("Embedding",)]
+
+
+def test_a_warm_worker_killed_from_outside_does_not_fail_the_next_file(tmp_path: Path) -> None:
+    nb = write_notebook(tmp_path / "a.ipynb", ["class Embedding:\n    pass\n"])
+    shutdown()
+    before = children()
+    read_submission(nb, TARGETS)
+    (worker,) = children() - before
+    os.kill(int(worker), signal.SIGKILL)  # the kernel's OOM killer, say, between two files
+    assert read_submission(nb, TARGETS).module.kept == ("Embedding",)
