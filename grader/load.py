@@ -1,7 +1,9 @@
 """Load stage: read a notebook (``.ipynb``) or jupytext percent source (``.py``) into a Submission.
 
 Nothing is executed here. Stored outputs, metadata and the kernelspec are discarded; only the
-source of code cells survives. Every refusal is a one-line ``SubmissionError``.
+source of code cells survives. Every refusal is a one-line ``SubmissionError``. Caps are checked
+before anything costs time per cell (an nbformat upgrade), and a jupytext header's YAML is never
+parsed. The grader calls this through ``grader.intake``, in a worker bounded in time and memory.
 """
 
 from __future__ import annotations
@@ -144,8 +146,8 @@ def _code_cells(cells: Any, notes: list[str]) -> list[CodeCell]:
             replaced.append(str(i))
         out.append(CodeCell(index=i, source=safe))
     if replaced:
-        notes.append(f"cell {', '.join(replaced)}: lone surrogate characters (not valid text) were shown as "
-                     "\\uXXXX escapes")
+        notes.append(f"cell {', '.join(replaced)}: lone surrogate characters (not valid text) were replaced by "
+                     "visible escapes")
     return out
 
 

@@ -142,7 +142,7 @@ def test_text_no_encoder_accepts_is_made_visible_with_a_note(tmp_path: Path) -> 
     nb = write_notebook(tmp_path / "s.ipynb", ["!echo \ud800 hi", "x = '\udcff'", "y = 1"])
     sub = load_submission(nb)
     assert [c.source for c in sub.cells] == ["!echo \\ud800 hi", "x = '\\xff'", "y = 1"]
-    assert sub.notes == ("cell 1, 2: lone surrogate characters (not valid text) were shown as \\uXXXX escapes",)
+    assert sub.notes == ("cell 1, 2: lone surrogate characters (not valid text) were replaced by visible escapes",)
     module = extract(sub, ("y",))
     assert "\\ud800" in module.dropped[0].detail
     json.loads(sub.model_dump_json()), json.loads(module.model_dump_json())
