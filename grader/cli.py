@@ -116,12 +116,12 @@ def _grade(args: argparse.Namespace) -> int:
                     continue
                 reports.append(outcome)
                 render(outcome, console, staff=args.staff)
-    except GraderError as e:
+    except GraderError as e:  # the rubric or the sandbox itself: no file can be graded
         errors.print(f"[red]error:[/] {escape(shown(str(e)))}", highlight=False)
-        return EXIT_USAGE
+        bad_input = True
     finally:
         release(sandbox, reference)
-    if args.json and reports:
+    if args.json and reports:  # the reports of the files that were graded, whatever happened to the others
         write_json(reports, args.json)
     if bad_input:
         return EXIT_USAGE

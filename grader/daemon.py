@@ -123,7 +123,7 @@ def serve(path: Path) -> None:
                     if request.get("kind") == "stop":
                         _send(conn, {"exit": 0, "stdout": "", "stderr": ""})
                         break
-                    _send(conn, _handle(request))
+                    _send(conn, _handle_safely(request))
                 except (OSError, ValueError):
                     continue
     finally:
@@ -143,6 +143,18 @@ def _warm_up(cli: object) -> None:
 
     cli.start_sandbox_early("local")  # type: ignore[attr-defined]
     cli.start_reference_early(None)  # type: ignore[attr-defined]
+
+
+def _handle_safely(request: dict[str, object]) -> dict[str, object]:
+    """``_handle``, with any failure of the request answered as its error: one request (one
+    notebook) never ends the daemon for the others."""
+    try:
+        return _handle(request)
+    except Exception as e:
+        from .models import shown
+
+        message = f"error: internal grader error, please report it: {type(e).__name__}: {shown(str(e))[:300]}\n"
+        return {"exit": 2, "stdout": "", "stderr": message}
 
 
 def _handle(request: dict[str, object]) -> dict[str, object]:

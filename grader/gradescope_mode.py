@@ -15,6 +15,7 @@ student sees why; a fault of the grader also exits 1 so that it shows in Gradesc
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -114,7 +115,9 @@ def read_metadata(path: Path) -> tuple[SubmissionMetadata, str]:
 
 
 def _text(value: object) -> str:
-    return str(value) if isinstance(value, str | int | float) and not isinstance(value, bool) else ""
+    from .models import shown  # deferred like the rest: building the command line stays fast
+
+    return shown(str(value)) if isinstance(value, str | int | float) and not isinstance(value, bool) else ""
 
 
 def find_notebook(folder: Path) -> Path:
@@ -174,6 +177,8 @@ def grade_submission(layout: Layout, rubric: Rubric, backend: str = "local") -> 
         status, reason = "invalid", str(e)
     except GraderError as e:
         status, reason = "failed_to_grade", str(e)
+    except Exception as e:  # a grader bug: the student still gets a results.json saying so, never a 0
+        status, reason = "failed_to_grade", f"internal grader error, please report it: {type(e).__name__}: {str(e)[:300]}"
     return StoredResult(
         student_id=user.id, cache_key="", sha256=report.sha256 if report else "", file_name=file_name,
         name=user.name, email=user.email, submitted_at=meta.created_at, status=status, reason=reason,
@@ -192,7 +197,13 @@ def run(root: Path, *, rubric: Path | None = None, backend: str = "local") -> in
     loaded = load_rubric(rubric)
     layout.results.parent.mkdir(parents=True, exist_ok=True)  # before grading, so the sandbox hides it
     result, meta = grade_submission(layout, loaded, backend)
-    data: dict[str, Any] = results_json(result, loaded, practice_note=False)
+    try:
+        data: dict[str, Any] = results_json(result, loaded, practice_note=False)
+    except Exception as e:  # results.json is written whatever failed: the student must see why
+        result = dataclasses.replace(result, status="failed_to_grade", score=None, max_score=None, report=None,
+                                     reason=f"internal grader error, please report it: {type(e).__name__}: "
+                                            f"{str(e)[:300]}")
+        data = results_json(result, loaded, practice_note=False)
     if meta.id:
         data["extra_data"]["submission_id"] = meta.id
     tmp = layout.results.with_name("results.json.tmp")

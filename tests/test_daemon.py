@@ -54,3 +54,19 @@ def test_daemon_stop_ends_it(daemon_env: dict[str, str], tmp_path: Path) -> None
                           capture_output=True, text=True, timeout=30)
     assert "stopped" in stop.stdout
     assert not list((tmp_path / "cache" / "daemon").glob("*.sock"))
+
+
+def test_a_request_that_fails_is_answered_and_the_daemon_keeps_serving(monkeypatch: pytest.MonkeyPatch,
+                                                                       tmp_path: Path) -> None:
+    from grader import daemon
+
+    def broken(argv: list[str]) -> int:
+        raise IndexError("tuple index out of range")
+
+    monkeypatch.setattr(daemon, "_grader_main", broken)
+    request = {"kind": "grader", "argv": ["grade", "x.ipynb"], "cwd": str(tmp_path), "columns": 80, "color": False}
+    reply = daemon._handle_safely(request)
+    assert reply["exit"] == 2 and reply["stdout"] == ""
+    assert reply["stderr"] == "error: internal grader error, please report it: IndexError: tuple index out of range\n"
+    monkeypatch.setattr(daemon, "_grader_main", lambda argv: 0)
+    assert daemon._handle_safely(request)["exit"] == 0  # the next request is served as usual
