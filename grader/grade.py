@@ -19,7 +19,7 @@ from .paths import expected_cache_dir
 from .plan import Job, plan, submission_seed
 from .reference import ReferenceOracle
 from .rubric import CheckSpec, Rubric, load_rubric
-from .sandbox import RunResult, Sandbox, Startable, make_sandbox
+from .sandbox import RunResult, Sandbox, Startable
 from .score import total
 
 
@@ -37,11 +37,14 @@ class Grader:
         reference: ReferenceOracle | None = None,
         official: bool = False,
     ) -> None:
+        from .session import Session
+
         self.rubric = rubric if isinstance(rubric, Rubric) else load_rubric(rubric)
-        # A Grader closes only what it made; a sandbox or reference worker passed in stays open.
-        self._owns_sandbox, self._owns_reference = isinstance(backend, str), reference is None
-        self.sandbox = make_sandbox(backend, official) if isinstance(backend, str) else backend
-        self.reference = reference or ReferenceOracle(self.rubric.module)
+        # What is not passed in comes from a session of this grader's own, closed with it; a sandbox
+        # or reference worker passed in (usually by a Session) stays open.
+        self._session = Session(official=official)  # cheap: it makes only what is asked of it
+        self.sandbox = self._session.sandbox(backend) if isinstance(backend, str) else backend
+        self.reference = reference if reference is not None else self._session.oracle(self.rubric.module)
         self.public_only, self.seed, self.limits = public_only, seed, limits
         expected_cache_dir().mkdir(parents=True, exist_ok=True)  # exists before any sandbox, so it is hidden
 
@@ -64,10 +67,7 @@ class Grader:
                                               f"{type(e).__name__}: {shown(str(e))[:300]}")
 
     def close(self) -> None:
-        if isinstance(self.sandbox, Startable) and self._owns_sandbox:
-            self.sandbox.close()
-        if self._owns_reference:
-            self.reference.close()
+        self._session.close()
 
     def __enter__(self) -> Grader:
         return self

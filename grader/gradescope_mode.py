@@ -19,7 +19,7 @@ import dataclasses
 import json
 import os
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,10 +28,7 @@ from .errors import GraderError, SubmissionError
 
 if TYPE_CHECKING:  # the rest loads when grading starts: building the command line stays fast
     from .batch.store import StoredResult
-    from .models import BackendInfo, Chunk
-    from .plan import Job
     from .rubric import Rubric
-    from .sandbox import RunResult, Sandbox
 
 DEFAULT_ROOT = Path("/autograder")
 ROOT_ENV = "GRADER_AUTOGRADER_ROOT"
@@ -71,30 +68,6 @@ class Layout:
     @property
     def results(self) -> Path:
         return self.root / "results" / "results.json"
-
-
-class HidingSandbox:
-    """A sandbox that also hides ROOT/source (the uploaded repository: reference solution, rubric,
-    seed secret) and ROOT/results from the student's code."""
-
-    def __init__(self, inner: Sandbox, hide: Sequence[Path]) -> None:
-        self.inner, self.hide = inner, tuple(hide)
-
-    def info(self) -> BackendInfo:
-        return self.inner.info()
-
-    def run(self, job: Job, chunks: Sequence[Chunk], workdir: Path, hide: Sequence[Path] = ()) -> RunResult:
-        return self.inner.run(job, chunks, workdir, hide=(*hide, *self.hide))
-
-    def start(self) -> None:
-        start = getattr(self.inner, "start", None)
-        if start is not None:
-            start()
-
-    def close(self) -> None:
-        close = getattr(self.inner, "close", None)
-        if close is not None:
-            close()
 
 
 def read_metadata(path: Path) -> tuple[SubmissionMetadata, str]:
@@ -159,8 +132,7 @@ def _candidates(folder: Path) -> Iterator[Path]:
 def grade_submission(layout: Layout, rubric: Rubric, backend: str = "local") -> tuple[StoredResult, SubmissionMetadata]:
     """Grade ROOT/submission; a submission or grader fault becomes the result's status."""
     from .batch.store import ResultStatus, StoredResult, now
-    from .grade import Grader
-    from .sandbox import make_sandbox
+    from .session import Session
 
     meta, _ = read_metadata(layout.metadata)
     user = meta.users[0] if meta.users else User()
@@ -169,9 +141,8 @@ def grade_submission(layout: Layout, rubric: Rubric, backend: str = "local") -> 
     try:
         notebook = find_notebook(layout.submission)
         file_name = notebook.name
-        sandbox = HidingSandbox(make_sandbox(backend, official=True), (layout.root / "source", layout.results.parent))
-        with Grader(rubric, sandbox) as grader:
-            report = grader.grade(notebook)
+        with Session(official=True, hide=(layout.root / "source", layout.results.parent)) as session:
+            report = session.grade(notebook, rubric, backend=backend)
         status = "graded"
     except SubmissionError as e:
         status, reason = "invalid", str(e)

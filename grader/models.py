@@ -18,9 +18,10 @@ def shown(text: str, *, one_line: bool = False) -> str:
     safe to print or store: every character a terminal, log viewer or JSON encoder could obey or
     choke on becomes a visible escape (``\\x1b``, ``\\r``, ``\\u202e``, ``\\ud800``): C0 and C1
     controls (ANSI/OSC sequences lose their ESC), bidi overrides and other format characters,
-    line separators and lone surrogates. Newlines and tabs stay unless ``one_line`` (names)."""
+    line separators and lone surrogates (an undecodable byte of a file name shows as ``\xff``).
+    Newlines and tabs stay unless ``one_line`` (names)."""
     keep = _JOINERS if one_line else _JOINERS + "\n\t"
-    return "".join(ch if ch.isprintable() or ch in keep else _escape(ch) for ch in text)
+    return "".join(ch if ch.isprintable() or ch in keep else _escape(ch) for ch in clean(text))
 
 
 def _escape(ch: str) -> str:

@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from .locate import ModuleWork
     from .models import CheckResult, GradeReport
     from .rubric import CheckSpec, Rubric
+    from .session import Session
 
 BACKENDS = ("local", "docker")
 MARKERS = {
@@ -199,6 +200,7 @@ class GradingSession:
         self.report: GradeReport | None = None
         self.error: str | None = None
         self._grader: Grader | None = None
+        self._session: Session | None = None
 
     @classmethod
     def open(cls, config: pytest.Config, settings: Settings) -> GradingSession:
@@ -292,8 +294,9 @@ class GradingSession:
                                         "course's Docker sandbox")
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
-        if self._grader is not None:
-            self._grader.close()
+        if self._session is not None:
+            self._session.close()
+            self._session = None
             self._grader = None
 
     # ---- grading -------------------------------------------------------------------------------
@@ -317,10 +320,11 @@ class GradingSession:
 
     def _open_grader(self) -> None:
         from .errors import GraderError
-        from .grade import Grader
+        from .session import Session
 
+        self._session = Session()
         try:
-            self._grader = Grader(self.rubric, self.settings.backend)
+            self._grader = self._session.grader(self.rubric, backend=self.settings.backend)
         except GraderError as e:
             raise pytest.UsageError(f"backend {self.settings.backend!r}: {e}") from None
 

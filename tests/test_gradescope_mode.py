@@ -16,7 +16,6 @@ import pytest
 
 from grader.errors import SubmissionError
 from grader.gradescope_mode import (
-    HidingSandbox,
     User,
     add_gradescope_parser,
     find_notebook,
@@ -24,6 +23,7 @@ from grader.gradescope_mode import (
     read_metadata,
 )
 from grader.rubric import load_rubric
+from grader.sandbox import HidingSandbox
 
 from .conftest import code_cells, write_notebook
 
