@@ -18,7 +18,8 @@ def build_parser(grade_only: bool = False) -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     g = sub.add_parser("grade", help="grade one or more notebooks and print a table per notebook")
     g.add_argument("paths", nargs="+", type=Path, help=".ipynb notebooks or jupytext percent .py files")
-    g.add_argument("--rubric", type=Path, help="rubric .toml (default: module 11 embeddings)")
+    g.add_argument("--rubric", type=Path, help="rubric .toml (default: the installed course module's)")
+    g.add_argument("--module", metavar="NAME", help="the course module to grade, when several are installed")
     g.add_argument("--backend", choices=BACKENDS, default="local",
                    help="local: practice isolation; docker: the official sandbox")
     g.add_argument("--json", type=Path, metavar="FILE", help="also write the score report(s) as JSON")
@@ -31,7 +32,7 @@ def build_parser(grade_only: bool = False) -> argparse.ArgumentParser:
     b.add_argument("--roster", type=Path, help="roster CSV (student ids, names, emails) for the exports")
     b.add_argument("--workers", type=int, default=None, help="parallel sandboxes (default: number of cores)")
     b.add_argument("--backend", choices=BACKENDS, default="local")
-    b.add_argument("--rubric", type=Path, help="rubric .toml (default: module 11 embeddings)")
+    b.add_argument("--rubric", type=Path, help="rubric .toml (default: the installed course module's)")
     b.add_argument("--force", action="store_true", help="regrade even submissions with an up-to-date result")
     image = sub.add_parser("image", help="the Docker image of the official sandbox")
     image_sub = image.add_subparsers(dest="image_command", required=True)
@@ -98,7 +99,8 @@ def grade_request(args: argparse.Namespace) -> dict[str, object]:
     """``grader grade``'s arguments as a request (plain data: the daemon validates it)."""
     return {
         "command": "grade", "paths": [os.path.abspath(p) for p in args.paths],
-        "rubric": os.path.abspath(args.rubric) if args.rubric else None, "backend": args.backend,
+        "rubric": os.path.abspath(args.rubric) if args.rubric else None, "module": args.module,
+        "backend": args.backend,
         "public_only": args.public_only, "seed": args.seed, "staff": args.staff,
         "json_out": os.path.abspath(args.json) if args.json else None, **_terminal(),
     }

@@ -30,8 +30,9 @@ def run_request(request: dict[str, object], *, use_daemon: bool = True) -> int:
     from .session import Session
 
     with Session() as session:
-        rubric = request.get("rubric")
-        session.warm(str(request.get("backend", "local")), rubric if isinstance(rubric, str) else None)
+        rubric, module = request.get("rubric"), request.get("module")
+        session.warm(str(request.get("backend", "local")), rubric if isinstance(rubric, str) else None,
+                     module if isinstance(module, str) else None)
         from .commands import GradeRequest, execute
 
         code = execute(GradeRequest.model_validate(request), session, sys.stdout, sys.stderr)

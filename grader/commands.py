@@ -26,12 +26,13 @@ class GradeRequest(Record):
     command: Literal["grade", "tito"]
     paths: tuple[str, ...]
     rubric: str | None = None
+    module: str | None = None  # an installed course module, when several are installed
     backend: str = "local"
     public_only: bool = False
     seed: int | None = None
     staff: bool = False
     json_out: str | None = None
-    label: str = ""  # tito: "module 11 embeddings"
+    label: str = ""  # tito: "module NN name"
     display: str = ""  # tito: the notebook's path as the student sees it
     module_name: str = ""  # tito: what to type to run it again
     columns: int = 80
@@ -72,7 +73,7 @@ def _grade(request: GradeRequest, session: Session, console: Console, errors: Co
 
     reports, bad_input = [], False
     try:
-        grader = session.grader(request.rubric, backend=request.backend, public_only=request.public_only,
+        grader = session.grader(request.rubric, module=request.module, backend=request.backend, public_only=request.public_only,
                                 seed=request.seed)
         for _path, outcome in grader.grade_many(request.paths):
             if isinstance(outcome, GraderError):
@@ -100,14 +101,14 @@ def _tito(request: GradeRequest, session: Session, console: Console, errors: Con
 
     hidden = not request.public_only
     try:
-        grader = session.grader(request.rubric, backend=request.backend, public_only=request.public_only,
+        grader = session.grader(request.rubric, module=request.module, backend=request.backend, public_only=request.public_only,
                                 seed=request.seed)
     except GraderError as e:
         _error(errors, str(e))
         return EXIT_USAGE
-    from .locate import module_label, rubric_module_number
+    from .locate import module_label, module_number
 
-    label = request.label or module_label(rubric_module_number(grader.rubric.title), grader.rubric.module)
+    label = request.label or module_label(module_number(grader.rubric.module), grader.rubric.module)
     run_kind = "official run (docker sandbox)" if request.backend == "docker" else "practice run (local backend)"
     checks = "all checks, with staff feedback" if hidden else "the public checks"
     console.print(Panel(f"🧪 Grading [bold cyan]{escape(label)}[/]: [bold]{escape(request.display)}[/]\n"

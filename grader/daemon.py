@@ -1,6 +1,6 @@
 """A per-user grading daemon that keeps the grader warm between runs.
 
-A student runs ``tito test --module embeddings`` (or ``grader grade``) dozens of times. Each cold
+A student runs ``tito test --module NAME`` (or ``grader grade``) dozens of times. Each cold
 run pays ~250 ms of host imports (numpy, pydantic, rich) plus a sandbox zygote and a reference
 worker. The first run starts this daemon in the background; later runs hand their command line to
 it over a Unix socket and print what it answers, so they pay only for Python's start and the

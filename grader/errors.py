@@ -35,6 +35,10 @@ class SandboxUnavailable(SandboxError):
     """The requested sandbox backend cannot run on this machine; the message says how to fix it."""
 
 
+class ModuleUnitError(GraderError, ValueError):
+    """A course-module unit is missing, ambiguous, or broken (grader.modules)."""
+
+
 class HarnessProtocolError(GraderError, RuntimeError):
     """The trusted reference run failed; this is a fault of the grader or rubric, not the student."""
 

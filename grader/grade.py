@@ -8,7 +8,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from . import __version__
+from . import __version__, modules
 from .channel import CheckOutput, ChunkError, ImportRecord, read_check, read_import
 from .errors import GraderError
 from .intake import read_submission
@@ -19,7 +19,7 @@ from .paths import expected_cache_dir
 from .plan import Job, plan, submission_seed
 from .reference import ReferenceOracle
 from .rubric import CheckSpec, Rubric, load_rubric
-from .sandbox import RunResult, Sandbox, Startable
+from .sandbox import RunResult, Sandbox, Startable, make_sandbox
 from .score import total
 
 
@@ -37,14 +37,14 @@ class Grader:
         reference: ReferenceOracle | None = None,
         official: bool = False,
     ) -> None:
-        from .session import Session
-
         self.rubric = rubric if isinstance(rubric, Rubric) else load_rubric(rubric)
-        # What is not passed in comes from a session of this grader's own, closed with it; a sandbox
-        # or reference worker passed in (usually by a Session) stays open.
-        self._session = Session(official=official)  # cheap: it makes only what is asked of it
-        self.sandbox = self._session.sandbox(backend) if isinstance(backend, str) else backend
-        self.reference = reference if reference is not None else self._session.oracle(self.rubric.module)
+        # A Grader closes only what it made; a sandbox or reference worker passed in (by a Session,
+        # usually: the front ends' one door) stays open.
+        self._owns_sandbox, self._owns_reference = isinstance(backend, str), reference is None
+        self.sandbox = make_sandbox(backend, official) if isinstance(backend, str) else backend
+        self.reference = reference or ReferenceOracle(self.rubric.module)
+        unit = modules.get(self.rubric.module)
+        self.rules, self.probes = unit.judge_rules(), unit.load_probes()
         self.public_only, self.seed, self.limits = public_only, seed, limits
         expected_cache_dir().mkdir(parents=True, exist_ok=True)  # exists before any sandbox, so it is hidden
 
@@ -67,7 +67,10 @@ class Grader:
                                               f"{type(e).__name__}: {shown(str(e))[:300]}")
 
     def close(self) -> None:
-        self._session.close()
+        if isinstance(self.sandbox, Startable) and self._owns_sandbox:
+            self.sandbox.close()
+        if self._owns_reference:
+            self.reference.close()
 
     def __enter__(self) -> Grader:
         return self
@@ -129,16 +132,16 @@ class Grader:
             results = {}
             for spec, planned in zip(checks, job.checks, strict=True):
                 inputs = planned.decoded()
-                called = _describe(self.rubric, spec, inputs)
+                called = self.probes[spec.probe].describe(inputs)
                 failed_def = _definition_failure(spec, module.chunks, imported, run)
                 if failed_def is not None:
-                    results[spec.id] = judge(spec, called, inputs, failed_def, expected[spec.id])
+                    results[spec.id] = judge(spec, called, inputs, failed_def, expected[spec.id], self.rules)
                     continue
                 shapes = {k: v.shape for k, v in expected[spec.id].arrays.items()}
                 got = _explain_name_error(read_check(run.out_dir, spec.id, shapes), imported)
                 if got.outcome == "missing" and run.killed:
                     got = CheckOutput(outcome="timeout", note=run.killed)
-                results[spec.id] = judge(spec, called, inputs, got, expected[spec.id])
+                results[spec.id] = judge(spec, called, inputs, got, expected[spec.id], self.rules)
             import_errors = tuple(f"cell {e.cell}, line {e.line}: {e.error.text()}"
                                   for e in (imported.chunk_errors if imported else ()))
             return results, import_errors, run.isolation
@@ -149,12 +152,6 @@ class Grader:
 def grade(path: str | Path, **options: object) -> GradeReport:
     """Grade one submission with the default rubric: ``grader.grade("student.ipynb")``."""
     return Grader(**options).grade(path)  # type: ignore[arg-type]
-
-
-def _describe(rubric: Rubric, spec: CheckSpec, inputs: dict[str, object]) -> str:
-    from .harness.probes import load_probes
-
-    return load_probes(rubric.module)[spec.probe].describe(inputs)
 
 
 def _blocked(module: StudentModule, checks: Sequence[CheckSpec]) -> dict[str, CheckResult]:

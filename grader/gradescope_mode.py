@@ -95,21 +95,23 @@ def _text(value: object) -> str:
 
 def find_notebook(folder: Path) -> Path:
     """The one notebook of a Gradescope submission folder; SubmissionError says what is wrong."""
-    from .batch.layouts import PREFERRED
+    from .batch.layouts import preferred_names
+
+    preferred_names_ = preferred_names()
 
     if not folder.is_dir() or folder.is_symlink():
         raise SubmissionError("no submission folder: upload your notebook to Gradescope")
     candidates = list(_candidates(folder))
-    preferred = [f for f in candidates if f.name in PREFERRED]
+    preferred = [f for f in candidates if f.name in preferred_names_]
     if preferred:
-        return sorted(preferred, key=lambda f: (PREFERRED.index(f.name), len(f.parts)))[0]
+        return sorted(preferred, key=lambda f: (preferred_names_.index(f.name), len(f.parts)))[0]
     notebooks = [f for f in candidates if f.suffix == ".ipynb"] or candidates
     if len(notebooks) == 1:
         return notebooks[0]
     if not notebooks:
-        raise SubmissionError(f"no notebook found: upload your {PREFERRED[0]} (a .ipynb file)")
+        raise SubmissionError(f"no notebook found: upload your {preferred_names_[0]} (a .ipynb file)")
     names = ", ".join(sorted(f.name for f in notebooks)[:5])
-    raise SubmissionError(f"{len(notebooks)} notebooks ({names}) and none named {PREFERRED[0]}: "
+    raise SubmissionError(f"{len(notebooks)} notebooks ({names}) and none named {preferred_names_[0]}: "
                           "upload only the module's notebook, or give it that name")
 
 
@@ -194,7 +196,7 @@ def add_gradescope_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--root", type=Path, default=None,
                    help=f"the autograder folder (default: ${ROOT_ENV} or {DEFAULT_ROOT})")
     p.add_argument("--rubric", type=Path, help="rubric .toml (default: ROOT/source/rubric.toml if present, "
-                                               "else module 11 embeddings)")
+                                               "else the installed course module's)")
     p.add_argument("--backend", choices=["local", "docker"], default="local",
                    help="local: the Gradescope container is the outer sandbox")
     return p

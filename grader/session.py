@@ -64,7 +64,7 @@ class Session:
                 self._oracles[module] = ReferenceOracle(module)
             return self._oracles[module]
 
-    def warm(self, backend: str = "local", rubric: str | Path | None = None) -> None:
+    def warm(self, backend: str = "local", rubric: str | Path | None = None, module: str | None = None) -> None:
         """Start the sandbox now and, in the background, the rubric's reference worker: their
         interpreters boot while the caller does its own imports. Errors surface when grading."""
         from .errors import GraderError
@@ -80,19 +80,20 @@ class Session:
             try:
                 from .rubric import load_rubric
 
-                self.oracle(load_rubric(rubric).module).start()
+                self.oracle(load_rubric(rubric, module=module).module).start()
             except Exception:  # the grader made for this rubric reports the problem properly
                 pass
 
         threading.Thread(target=start_oracle, daemon=True).start()
 
-    def grader(self, rubric: Rubric | str | Path | None = None, *, backend: str = "local",
+    def grader(self, rubric: Rubric | str | Path | None = None, *, module: str | None = None, backend: str = "local",
                public_only: bool = False, seed: int | None = None) -> Grader:
-        """A grader for one rubric on this session's sandbox and oracle (closing it closes nothing)."""
+        """A grader for one rubric (default: the rubric of ``module``, or of the only installed
+        course module) on this session's sandbox and oracle; closing it closes nothing."""
         from .grade import Grader
         from .rubric import load_rubric
 
-        loaded = rubric if not isinstance(rubric, str | Path | None) else load_rubric(rubric)
+        loaded = rubric if not isinstance(rubric, str | Path | None) else load_rubric(rubric, module=module)
         return Grader(loaded, self.sandbox(backend), public_only=public_only, seed=seed,
                       reference=self.oracle(loaded.module))
 

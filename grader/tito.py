@@ -1,4 +1,4 @@
-"""``tito test --module embeddings``: the grader as a command of TinyTorch's ``tito`` CLI.
+"""``tito test --module NAME``: the grader as a command of TinyTorch's ``tito`` CLI.
 
 TinyTorch's ``tito`` has no plugin mechanism: its commands are a hard-coded dict built in
 ``tito.main.TinyTorchCLI.__init__``, each a ``BaseCommand`` (``name``, ``description``,
@@ -73,7 +73,7 @@ class GradeTestCommand:
         group = parser.add_argument_group("grading (tinytorch-grader)")
         options: list[tuple[tuple[str, ...], dict[str, Any]]] = [
             (("--module",), dict(dest="grade_module", metavar="MODULE",
-                                 help="grade your work for this module: 11, embeddings or 11_embeddings")),
+                                 help="grade your work for this module: its number, name, or NN_name")),
             (("--notebook",), dict(dest="grade_notebook", metavar="PATH", type=Path,
                                    help="grade this notebook or .py file instead of the one found in modules/")),
             (("--hidden",), dict(dest="grade_hidden", action="store_true",
@@ -105,7 +105,7 @@ class GradeTestCommand:
         if self._upstream is not None:
             return int(self._upstream.run(args))
         _errors().print("[red]error:[/] TinyTorch's tito is not installed here, so only "
-                        "[bold]tito test --module NAME[/] is available (e.g. tito test --module embeddings)",
+                        "[bold]tito test --module NAME[/] is available (e.g. tito test --module NAME)",
                         highlight=False)
         return EXIT_USAGE
 
@@ -154,7 +154,7 @@ def _resolve(module: str | None, notebook: Path | None, rubric: Path | None) -> 
     elif ref is not None:
         work = locate(ref, [Path.cwd()], hint="or pass --notebook PATH")
     else:
-        raise LocateError("name a module (--module embeddings) or a file (--notebook PATH)")
+        raise LocateError("name a module (--module NAME) or a file (--notebook PATH)")
     if rubric is not None:
         return work, rubric
     if work.name:

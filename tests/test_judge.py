@@ -2,16 +2,26 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
 from grader.channel import CheckOutput
-from grader.judge import judge
+from grader import modules
+from grader.judge import JudgeRules
+from grader.judge import judge as judge_with
 from grader.judge.compare import array_difference, facts_equal
 from grader.rubric import load_rubric
 
 RUBRIC = load_rubric()
 SPECS = {c.id: c for c in RUBRIC.checks}
+RULES = modules.get(RUBRIC.module).judge_rules()
+
+
+def judge(*args: Any, rules: JudgeRules = RULES) -> Any:
+    """The judge with module 11's rules."""
+    return judge_with(*args, rules)
 SEED_WEIGHTS = np.array([[10.0 * v, 10.0 * v + 1] for v in range(4)])
 
 

@@ -21,7 +21,13 @@ from .archive import extract_zip
 from .names import check_name, is_safe, shown_name
 
 SUFFIXES = (".ipynb", ".py")
-PREFERRED = ("11_embeddings.ipynb", "embeddings.ipynb", "embeddings_dev.ipynb", "11_embeddings.py")
+
+
+def preferred_names() -> tuple[str, ...]:
+    """The learner file names of the installed course modules, most preferred first."""
+    from .. import modules
+
+    return tuple(dict.fromkeys(name for unit in modules.installed().values() for name in unit.file_names))
 
 
 @dataclass(frozen=True)
@@ -198,9 +204,10 @@ def _pick(files: Iterable[Path], found: Discovery, student: str) -> Path | None:
                 found.problems.append(f"{shown_name(student)}: {shown_name(f.name)} is a symbolic link, refused")
             elif f.is_file() and "checkpoint" not in f.name:
                 candidates.append(f)
-    by_name = [f for f in candidates if f.name in PREFERRED]
+    preferred = preferred_names()
+    by_name = [f for f in candidates if f.name in preferred]
     if by_name:
-        return sorted(by_name, key=lambda f: PREFERRED.index(f.name))[0]
+        return sorted(by_name, key=lambda f: preferred.index(f.name))[0]
     notebooks = [f for f in candidates if f.suffix == ".ipynb"] or candidates
     if len(notebooks) == 1:
         return notebooks[0]
