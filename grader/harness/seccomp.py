@@ -2,7 +2,7 @@
 
 Default allow, with a deny list close to Docker's default profile and nsjail's: nothing that
 reaches the kernel's keyrings, another process's memory, mounts, namespaces, kernel modules,
-the clock, BPF, io_uring or perf; sockets only of the Unix family; no terminal injection.
+the clock, BPF, io_uring, perf or SysV IPC; sockets only of the Unix family; no terminal injection.
 Denied calls fail with EPERM (``clone3`` with ENOSYS, so that the C library falls back to
 ``clone``, whose namespace flags are filtered). Standard library only: it runs in the sandbox.
 """
@@ -21,7 +21,10 @@ DENIED = (
     "reboot", "syslog", "acct", "quotactl", "open_by_handle_at", "name_to_handle_at", "lookup_dcookie",
     "io_uring_setup", "io_uring_enter", "io_uring_register", "iopl", "ioperm", "vhangup", "uselib",
     "settimeofday", "clock_settime", "clock_adjtime", "adjtimex", "sethostname", "setdomainname",
-    "personality", "pidfd_getfd", "add_key",
+    "personality", "pidfd_getfd",
+    # SysV IPC: without an IPC namespace (fallback mode) its objects outlive the job and pin host memory
+    "shmget", "shmat", "shmdt", "shmctl", "msgget", "msgsnd", "msgrcv", "msgctl", "semget", "semop",
+    "semtimedop", "semctl",
 )
 NAMESPACE_FLAGS = (0x00020000, 0x02000000, 0x04000000, 0x08000000, 0x10000000, 0x20000000, 0x40000000)
 AF_UNIX = 1

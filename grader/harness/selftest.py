@@ -51,8 +51,16 @@ def _keyring_blocked() -> bool:
     return rc == -1 and ctypes.get_errno() == errno.EPERM
 
 
+def _sysv_ipc_blocked() -> bool:
+    libc = ctypes.CDLL(None, use_errno=True)
+    rc = libc.syscall(29, 0, 4096, 0o1600)  # shmget(IPC_PRIVATE, 4096, IPC_CREAT | 0600)
+    if rc >= 0:
+        libc.syscall(31, rc, 0, 0)  # shmctl(IPC_RMID): never leave the probe's segment behind
+    return rc == -1 and ctypes.get_errno() == errno.EPERM
+
+
 def _seccomp() -> bool:
-    return _status().get("Seccomp") == "2" and _keyring_blocked() and _refused(
+    return _status().get("Seccomp") == "2" and _keyring_blocked() and _sysv_ipc_blocked() and _refused(
         lambda: socket.socket(socket.AF_INET, socket.SOCK_STREAM), errno.EAFNOSUPPORT, errno.EPERM)
 
 
