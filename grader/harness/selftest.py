@@ -108,14 +108,32 @@ def _readable_python() -> bool:
     return all(os.access(p, os.R_OK | os.X_OK) for p in (sys.executable, stdlib, os.path.join(stdlib, "encodings")))
 
 
+def _mount_points() -> set[str]:
+    try:
+        with open("/proc/self/mountinfo", "rb") as f:
+            return {line.split()[4] for line in f.read().decode("utf-8", "replace").splitlines()}
+    except OSError:
+        return set()
+
+
 def _hidden(paths: Sequence[str]) -> bool:
-    """Each staff path is absent, empty, or unreadable to us."""
+    """Nothing under a staff path can be read: it is absent or unreadable to us, or it holds only
+    directories leading to other mounts (the exact binds of the new root, such as numpy in a
+    virtual environment that lives inside a source checkout)."""
+    mounts = _mount_points()
     for path in paths:
-        try:
-            if os.listdir(path):
-                return False
-        except (FileNotFoundError, NotADirectoryError, PermissionError):
+        if not os.path.isdir(path):  # a staff file (a rubric): nothing may come out of it
+            try:
+                with open(path, "rb") as f:
+                    if f.read(1):
+                        return False
+            except OSError:
+                pass
             continue
+        for top, dirs, files in os.walk(path, onerror=lambda e: None):
+            if files or any(os.path.islink(os.path.join(top, d)) for d in dirs):
+                return False
+            dirs[:] = [d for d in dirs if os.path.join(top, d) not in mounts]
     return True
 
 

@@ -188,6 +188,9 @@ class LocalSandbox:
         hidden = [str(p) for p in (*modules.staff_paths(), expected_cache_dir(), *hide)]
         if self.mode == "fallback":
             _protect(hidden)
+        checkout = source_checkout()
+        if checkout is not None:  # covered with namespaces; never closed behind its owner's back in
+            hidden.append(str(checkout))  # fallback mode, where the self-test refuses while it is open
         cgroups = JobCgroups.create(CgroupLimits(self.limits.memory_mb, self.limits.max_processes,
                                                  cpus=float(max(1, job.parallel))))
         request = {
@@ -307,6 +310,13 @@ class LocalSandbox:
 
     def __del__(self) -> None:
         self.close()
+
+
+def source_checkout() -> Path | None:
+    """The source checkout the grader runs from, if it does: it holds example solutions
+    (``submissions/correct_*``), tests and the git history, so no job may read any of it."""
+    root = harness_parent().parent
+    return root if (root / "pyproject.toml").is_file() and not (harness_parent() / "_data").is_dir() else None
 
 
 def _protect(paths: Sequence[str]) -> None:
