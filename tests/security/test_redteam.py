@@ -105,6 +105,8 @@ def test_hostile_notebook(backend: str, case: attacks.Case, host: Host, tmp_path
             details = "\n".join(c["detail"] for c in report["checks"] if c["status"] != "passed")
             if not re.search(case.message, details):
                 problems.append(f"no feedback matches {case.message!r}; got:\n{details[:1500]}")
+        if case.forbidden is not None and re.search(case.forbidden, json.dumps(report)):
+            problems.append(f"the report holds {case.forbidden!r}: " + _find(report, case.forbidden))
         if canary(host.token) in repr(report):
             problems.append("a secret from the grader's environment appears in the report")
         if "tt-net-reached" in repr(report):

@@ -61,6 +61,7 @@ class Case:
     ``message`` is a regex that the detail of some non-passed check must match.
     ``local_weakness`` documents a known hole of the local backend: the case is a strict xfail there.
     ``weakness`` is the same for every backend (a host-side flaw).
+    ``forbidden`` is a regex that must match nowhere in the report (a leak's marker).
     """
 
     id: str
@@ -77,6 +78,7 @@ class Case:
     local_weakness: str | None = None
     root_only_weakness: bool = False
     weakness: str | None = None
+    forbidden: str | None = None  # a regex that must match nowhere in the report
 
 
 def S(*statuses: str) -> frozenset[str]:
@@ -1355,6 +1357,58 @@ def _on_import():
 '''), runner_timeout=9.0),
 ]
 
+# ---- deadlines and hidden inputs, from a process the student controls ------------------------------
+
+FORGED_IMPORT_RECORD = r'''
+def _on_import():
+    import json, os, time
+    os.makedirs("out", exist_ok=True)
+    with open("out/import.json", "w") as f:     # "the import is done": it is not
+        json.dump({"chunk_errors": [], "defined": []}, f)
+    time.sleep(30)
+'''
+
+# A daemon started at import waits for the hidden checks' inputs and writes them into every visible
+# check's result, which the host must no longer read by then.
+HIDDEN_INTO_VISIBLE = r'''
+def _on_import():
+    import json, os, time
+    if os.fork() != 0:
+        return
+    os.setsid()
+    end = time.monotonic() + 8
+    visible = []
+    try:
+        visible = [c["id"] for c in json.load(open("job.json"))["checks"]]
+    except (OSError, ValueError, KeyError):
+        pass
+    while time.monotonic() < end:
+        try:
+            hidden = open("job-hidden.json").read()
+        except OSError:
+            time.sleep(0.01)
+            continue
+        message = "TTLEAK " + hidden[:400]
+        for check in visible:
+            for name in (f"out/{check}.json", f"out/{check}.status.json"):
+                try:
+                    with open(name + ".x", "w") as f:
+                        json.dump({"check": check, "status": "error", "duration_ms": 1.0,
+                                   "error": {"type": "RuntimeError", "message": message, "where": None}}, f)
+                    os.replace(name + ".x", name)
+                except OSError:
+                    pass
+        time.sleep(0.05)
+    os._exit(0)
+'''
+
+PHASE_CASES = [
+    Case("deadline-forged-import-record-keeps-the-total-bound", FORGED_IMPORT_RECORD,
+         statuses={ALL: S("timeout")}, max_seconds=14.0),
+    Case("leak-hidden-inputs-into-visible-feedback", HIDDEN_INTO_VISIBLE, statuses={ALL: S("passed")},
+         forbidden=r"TTLEAK"),
+]
+
 # ---- network -------------------------------------------------------------------------------------
 
 NETWORK = r'''
@@ -1510,7 +1564,7 @@ NAME_CASES = [
 ]
 
 GRADED_CASES: list[Case] = (EXIT_CASES + FORGED_CASES + MONKEYPATCH_CASES + LYING_CASES + TAMPER_CASES
-                            + STEALING_CASES + PERSIST_CASES + DOS_CASES + NETWORK_CASES + CRASH_CASES
+                            + STEALING_CASES + PERSIST_CASES + DOS_CASES + PHASE_CASES + NETWORK_CASES + CRASH_CASES
                             + MALFORMED_GRADED_CASES + NAME_CASES)
 
 
