@@ -16,6 +16,7 @@ Two uses, one mechanism:
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import os
 import random
@@ -183,9 +184,7 @@ class LocalSandbox:
             os.chmod(workdir / name, 0o600)
         os.chmod(workdir, 0o700)
         uid = UID_BASE + random.randrange(UID_SPAN) if os.getuid() == 0 and self.mode != "none" else None
-        from .. import modules
-
-        hidden = [str(p) for p in (*modules.staff_paths(), expected_cache_dir(), *hide)]
+        hidden = [str(p) for p in (*staff_paths(), expected_cache_dir(), *hide)]
         if self.mode == "fallback":
             _protect(hidden)
         checkout = source_checkout()
@@ -317,6 +316,21 @@ def source_checkout() -> Path | None:
     (``submissions/correct_*``), tests and the git history, so no job may read any of it."""
     root = harness_parent().parent
     return root if (root / "pyproject.toml").is_file() and not (harness_parent() / "_data").is_dir() else None
+
+
+def staff_paths() -> list[Path]:
+    """Every installed course module's rubric and reference solution, and the copies of the
+    reference and rubrics that older builds of an editable install left in site-packages
+    (``grader/_data``): the job must reach none of them."""
+    from .. import modules
+
+    paths = list(modules.staff_paths())
+    try:
+        stale = Path(str(importlib.metadata.distribution("tinytorch-grader").locate_file("grader/_data")))
+        paths += [p for p in (stale / "reference" / "solution", stale / "rubrics") if p.is_dir()]
+    except importlib.metadata.PackageNotFoundError:
+        pass
+    return list(dict.fromkeys(paths))
 
 
 def _protect(paths: Sequence[str]) -> None:

@@ -45,6 +45,7 @@ def where(tmp_path_factory: pytest.TempPathFactory) -> Any:
     import tempfile
 
     path = Path(tempfile.mkdtemp(prefix="tt-sandbox-"))
+    os.chmod(path, 0o755)
     yield path
     shutil.rmtree(path, ignore_errors=True)
 
@@ -60,13 +61,20 @@ def _run(mode: Mode, where: Path, codes: list[str], **options: Any) -> tt_modes.
 
 
 def _sysv_ipc() -> set[str]:
+    """SysV IPC objects on the host whose creator could be a job: a job uid, or 65534."""
+    from grader.sandbox.local import UID_BASE, UID_SPAN
+
     found = set()
     for kind in ("shm", "msg", "sem"):
         try:
-            lines = Path(f"/proc/sysvipc/{kind}").read_text().splitlines()[1:]
-        except OSError:
+            head, *lines = Path(f"/proc/sysvipc/{kind}").read_text().splitlines()
+        except (OSError, ValueError):
             continue
-        found |= {f"{kind} {' '.join(line.split()[:2])}" for line in lines}
+        cuid = head.split().index("cuid")
+        for line in lines:
+            fields = line.split()
+            if int(fields[cuid]) == tt_modes.NOBODY or UID_BASE <= int(fields[cuid]) < UID_BASE + UID_SPAN:
+                found.add(f"{kind} {' '.join(fields[:2])} created by uid {fields[cuid]}")
     return found
 
 
@@ -199,11 +207,12 @@ tt("read", read)
 
 
 def _staff_files() -> list[str]:
-    from grader.paths import rubrics_dir, solution_dir
-    from grader.sandbox.local import staff_root
+    from grader.sandbox.local import source_checkout, staff_paths
 
-    files = [*map(str, solution_dir().glob("*.py")), *map(str, rubrics_dir().glob("*.toml"))]
-    files += [str(p) for p in staff_root().glob("submissions/correct_*")]
+    files = [str(f) for p in staff_paths() for f in ([p] if p.is_file() else p.iterdir()) if f.is_file()]
+    checkout = source_checkout()
+    if checkout is not None:
+        files += [str(p) for p in checkout.glob("submissions/correct_*")]
     return files
 
 
@@ -612,3 +621,15 @@ def test_fallback_job_can_read_its_harness_under_a_private_home(mode: Mode, wher
     job = outcome.jobs[0]
     assert "import.json" in job["out"], f"the harness could not start: {job['log'][-2000:]}"
     assert outcome.leftovers() == []
+
+
+def test_without_namespaces_or_root_official_grading_refuses(where: Path) -> None:
+    """An ordinary user on a machine without user namespaces has no isolation to offer: official
+    grading refuses with the fix; a practice run claims none of the missing layers."""
+    plain = Mode("none", "nobody", "none")
+    official = _run(plain, where / "official", ["x = 1"], official=True)
+    refused = official.jobs[0].get("refused", "")
+    assert "docker" in refused.lower() and "namespaces" in refused, official.jobs[0]
+    practice = _run(plain, where / "practice", ["x = 1"])
+    claimed = practice.layers()
+    assert not claimed & {"pid-namespace", "separate-uid", "memory-cgroup", "hidden-reference"}, claimed
