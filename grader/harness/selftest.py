@@ -59,9 +59,11 @@ def _sysv_ipc_blocked() -> bool:
     return rc == -1 and ctypes.get_errno() == errno.EPERM
 
 
-def _seccomp() -> bool:
-    return _status().get("Seccomp") == "2" and _keyring_blocked() and _sysv_ipc_blocked() and _refused(
-        lambda: socket.socket(socket.AF_INET, socket.SOCK_STREAM), errno.EAFNOSUPPORT, errno.EPERM)
+def _seccomp(mode: str) -> bool:
+    families = (socket.AF_INET, socket.AF_UNIX) if mode == "fallback" else (socket.AF_INET,)
+    return _status().get("Seccomp") == "2" and _keyring_blocked() and _sysv_ipc_blocked() and all(
+        _refused(functools.partial(socket.socket, family, socket.SOCK_STREAM), errno.EAFNOSUPPORT, errno.EPERM)
+        for family in families)
 
 
 def _namespace(name: str, host: dict[str, str]) -> bool:
@@ -156,7 +158,7 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
         "non-root-uid": _non_root,
         "no-capabilities": _no_capabilities,
         "no-new-privileges": lambda: _status().get("NoNewPrivs") == "1",
-        "seccomp-filter": _seccomp,
+        "seccomp-filter": lambda: _seccomp(mode),
         "rlimits": lambda: _rlimits(request["limits"]),
         "hidden-reference": lambda: _hidden(request["hide"]),
     }

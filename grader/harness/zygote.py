@@ -201,7 +201,7 @@ def _child(request: dict[str, Any], log_fd: int, out_fd: int, control_fd: int, g
             supervisor_subreaper()
         os.chdir(workdir)
         isolate.drop_privileges(uid, gid)
-        seccomp.install()
+        seccomp.install(unix_sockets=mode != "fallback")
         isolate.apply_limits(request["limits"])
         os.environ.clear()
         os.environ.update(request["env"], HOME=workdir, TMPDIR=workdir)

@@ -633,3 +633,52 @@ def test_without_namespaces_or_root_official_grading_refuses(where: Path) -> Non
     practice = _run(plain, where / "practice", ["x = 1"])
     claimed = practice.layers()
     assert not claimed & {"pid-namespace", "separate-uid", "memory-cgroup", "hidden-reference"}, claimed
+
+
+UNIX_CONNECT = r'''
+import socket
+reached = []
+for address in (PATH, "\0tt-abstract-TOKEN"):
+    try:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(1)
+        s.connect(address)
+        s.sendall(b"hello from a job")
+        reached.append(address.replace("\0", "@"))
+        s.close()
+    except OSError:
+        pass
+tt("reached", reached)
+'''
+
+
+@pytest.mark.parametrize("mode", _modes(MODES))
+def test_host_unix_sockets_are_out_of_reach(mode: Mode, where: Path, token: str) -> None:
+    """Services on the host's Unix sockets (D-Bus, syslog, databases, X11's abstract socket): a
+    world-connectable path socket and an abstract one on the host are never reached. Without
+    namespaces (fallback) the job cannot make a socket at all."""
+    path = where / "host.sock"
+    listeners = []
+    for address in (str(path), f"\0tt-abstract-{token}"):
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        listener.bind(address)
+        listener.listen(4)
+        listener.setblocking(False)
+        listeners.append(listener)
+    os.chmod(path, 0o777)
+    try:
+        outcome = _run(mode, where, [UNIX_CONNECT.replace("PATH", repr(str(path))).replace("TOKEN", token)])
+        accepted = 0
+        for listener in listeners:
+            try:
+                while True:
+                    listener.accept()[0].close()
+                    accepted += 1
+            except BlockingIOError:
+                pass
+    finally:
+        for listener in listeners:
+            listener.close()
+    facts = outcome.facts()
+    assert "reached" in facts, outcome.jobs[0]["log"][-2000:]
+    assert facts["reached"] == [] and accepted == 0, f"{mode.id}: the job reached {facts['reached']}"
