@@ -1,4 +1,4 @@
-"""The local backend's three ways of running, for ``test_local_sandbox.py``: as root with namespaces,
+"""The local backend's three ways of running, for ``test_local_layers.py``: as root with namespaces,
 as root without them (``fallback``: a separate uid per job), and as an ordinary user (uid 65534,
 namespaces inside a user namespace). Each runs ``tt_sandbox_driver.py`` in a fresh process.
 

@@ -1,7 +1,7 @@
 """Run hostile code in the local sandbox, outside the test process, and describe what happened.
 
 Usage: ``python tt_sandbox_driver.py < SPEC.json`` (possibly as another user, see
-``test_local_sandbox.py``). SPEC holds ``codes`` (one import-only job per entry, all forked from
+``test_local_layers.py``). SPEC holds ``codes`` (one import-only job per entry, all forked from
 one zygote, so the second job is "the next submission"), ``official``, ``limits`` and ``hide``.
 Prints one JSON object: per job the sandbox log, the verified layers, why it was killed, its
 output files; and what the runs left on the host (cgroups they created, mounts of this mount
