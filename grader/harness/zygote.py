@@ -69,7 +69,7 @@ def _join_cgroups(pid: int, cgroups: dict[str, str]) -> list[str]:
     return joined
 
 
-SHARED_DIRS = ("/tmp", "/var/tmp", "/dev/shm")  # where any uid can leave files behind (fallback mode)
+SHARED_DIRS = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock")  # where any uid can leave files behind (fallback mode)
 
 
 def _sweep(uid: int) -> None:

@@ -380,7 +380,7 @@ def test_workdir_is_capped_in_size_and_inodes(mode: Mode, where: Path) -> None:
 SHARED = r'''
 import os
 left = []
-for where in ("/tmp", "/var/tmp", "/dev/shm"):
+for where in ("/tmp", "/var/tmp", "/dev/shm", "/run/lock"):
     try:
         os.makedirs(f"{where}/tt_pwned_TOKEN_dir/sub", exist_ok=True)
         with open(f"{where}/tt_pwned_TOKEN_file", "wb") as f:
@@ -394,11 +394,12 @@ tt("left", left)
 
 @pytest.mark.parametrize("mode", _modes(MODES))
 def test_nothing_left_in_shared_directories(mode: Mode, where: Path, token: str) -> None:
-    """Files a job leaves in /tmp, /var/tmp or /dev/shm are gone after it (private tmpfs with
+    """Files a job leaves in /tmp, /var/tmp, /dev/shm or /run/lock are gone after it (private tmpfs with
     namespaces; deleted by the uid sweep in fallback mode)."""
     outcome = _run(mode, where, [SHARED.replace("TOKEN", token)])
     assert "left" in outcome.facts(), outcome.jobs[0]["log"][-2000:]
-    found = [f"{d}/{n}" for d in ("/tmp", "/var/tmp", "/dev/shm") for n in os.listdir(d) if token in n]
+    found = [f"{d}/{n}" for d in ("/tmp", "/var/tmp", "/dev/shm", "/run/lock") if os.path.isdir(d)
+             for n in os.listdir(d) if token in n]
     for path in found:  # ours (the token is unique): remove before failing
         shutil.rmtree(path, ignore_errors=True) if os.path.isdir(path) else os.unlink(path)
     assert found == [], f"left on the host: {found}"
