@@ -683,3 +683,29 @@ def test_host_unix_sockets_are_out_of_reach(mode: Mode, where: Path, token: str)
     facts = outcome.facts()
     assert "reached" in facts, outcome.jobs[0]["log"][-2000:]
     assert facts["reached"] == [] and accepted == 0, f"{mode.id}: the job reached {facts['reached']}"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="per-job cgroups are made by a root grader")
+def test_groups_left_by_a_killed_grader_are_reaped(token: str) -> None:
+    """A grader killed with SIGKILL never runs its finally: the next one deletes the empty job
+    groups it left (old enough that no grader can still be about to use them), never a fresh one."""
+    from grader.sandbox.cgroup import PREFIX, ROOT, CgroupLimits, JobCgroups
+
+    bases = [ROOT / c / PREFIX for c in ("memory", "pids", "cpu")] + [ROOT / PREFIX, ROOT / "unified" / PREFIX]
+    bases = [b for b in bases if b.is_dir()]
+    if not bases:
+        pytest.skip("no job cgroups on this machine")
+    stale = [b / f"tt-stale-{token}" for b in bases]
+    fresh = [b / f"tt-fresh-{token}" for b in bases]
+    try:
+        for group in stale + fresh:
+            group.mkdir()
+        for group in stale:
+            os.utime(group, (time.time() - 3600, time.time() - 3600))
+        JobCgroups.create(CgroupLimits(64, 8, 1.0)).remove()
+        assert [g for g in stale if g.exists()] == []
+        assert all(g.exists() for g in fresh)
+    finally:
+        for group in stale + fresh:
+            if group.exists():
+                group.rmdir()
