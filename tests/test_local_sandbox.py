@@ -13,7 +13,7 @@ import pytest
 from grader import Grader
 from grader.errors import SandboxUnavailable
 from grader.sandbox import cgroup
-from grader.sandbox.local import LocalSandbox, isolation_mode, required_layers, staff_paths
+from grader.sandbox.local import LocalSandbox, isolation_mode, required_layers, source_checkout
 from grader.sandbox.stream import OutputStream
 
 from .conftest import SUBMISSIONS, write_notebook
@@ -151,7 +151,7 @@ def test_fallback_mode_closes_staff_directories_to_other_users(fallback: None, t
     assert os.stat(staff).st_mode & 0o077 == 0
     # a source checkout (example solutions, tests, git history) is never closed for its owner: while
     # others can read it, the layer is not claimed (and official grading refuses)
-    checkout = staff_paths()[1]
+    checkout = source_checkout()
     open_checkout = checkout is not None and os.stat(checkout).st_mode & 0o005 == 0o005
     assert ("hidden-reference" in report.backend.isolation) == (not open_checkout)
 

@@ -183,13 +183,15 @@ candidates = set(STAFF)
 for entry in sys.path + ["/usr/local/lib", "/usr/lib", "/opt", "/srv", "/autograder/source", os.getcwd()]:
     base = entry
     for _ in range(5):
-        for rel in ("grader/_data/reference/solution/embeddings.py", "_data/reference/solution/embeddings.py",
+        for rel in ("grader/modules/embeddings/reference/solution.py", "modules/embeddings/reference/solution.py",
+                    "grader/modules/embeddings/rubric.toml", "grader/_data/reference/solution/embeddings.py",
                     "reference/solution/embeddings.py", "submissions/correct_tinytorch.ipynb",
                     "rubrics/embeddings.toml", "grader/_data/rubrics/embeddings.toml"):
             candidates.add(os.path.join(base, rel))
         base = os.path.dirname(base)
-for pattern in ("/usr/lib/python3*/*-packages/grader/_data/reference/solution/*.py",
-                "/usr/local/lib/python3*/*-packages/grader/_data/reference/solution/*.py",
+for pattern in ("/usr/lib/python3*/*-packages/grader/modules/*/reference/*.py",
+                "/usr/local/lib/python3*/*-packages/grader/modules/*/reference/*.py",
+                "/opt/*/lib/python3*/site-packages/grader/modules/*/reference/*.py",
                 "/opt/*/lib/python3*/site-packages/grader/_data/reference/solution/*.py",
                 "/root/.cache/tinytorch-grader/expected/*/*"):
     candidates.update(glob.glob(pattern))
@@ -243,9 +245,11 @@ def test_checkout_inside_a_bound_system_directory_is_hidden(where: Path, token: 
     src = Path(__file__).resolve().parents[2]
     staff = Path("/usr/local/src") / f"tt-staff-{token}"
     try:
-        for name in ("grader", "reference", "rubrics", "submissions"):
+        for name in ("grader", "reference", "submissions"):
             shutil.copytree(src / name, staff / name, ignore=shutil.ignore_patterns("__pycache__"))
-        wanted = [str(staff / "reference/solution/embeddings.py"), str(staff / "rubrics/embeddings.toml"),
+        shutil.copy(src / "pyproject.toml", staff / "pyproject.toml")
+        unit = staff / "grader" / "modules" / "embeddings"
+        wanted = [str(unit / "reference" / "solution.py"), str(unit / "rubric.toml"),
                   str(staff / "submissions/correct_tinytorch.ipynb"), str(staff / "grader/paths.py")]
         outcome = _run(root, where, [STEAL.replace("STAFF", repr(wanted))], env={"PYTHONPATH": str(staff)})
     finally:
@@ -709,3 +713,22 @@ def test_groups_left_by_a_killed_grader_are_reaped(token: str) -> None:
         for group in stale + fresh:
             if group.exists():
                 group.rmdir()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="writes a staff file under /usr/local/src (root only)")
+def test_a_staff_file_inside_a_bound_directory_is_blanked(where: Path, token: str) -> None:
+    """A unit's rubric is a single file: where a bind shows it, the job reads nothing from it, and
+    the self-test checks files too (an unreadable or empty file, never a readable one)."""
+    root = next(m for m in MODES if m.id == "root")
+    staff = Path("/usr/local/src") / f"tt-staff-{token}"
+    rubric = staff / "rubric.toml"
+    try:
+        staff.mkdir(parents=True)
+        rubric.write_text("secret = 'TT-RUBRIC'\n")
+        outcome = _run(root, where, [STEAL.replace("STAFF", repr([str(rubric)]))], hide=(str(rubric),))
+    finally:
+        shutil.rmtree(staff, ignore_errors=True)
+    facts = outcome.facts()
+    assert facts.get("tried", 0) > 10, outcome.jobs[0]["log"][-2000:]
+    assert str(rubric) not in facts["read"], facts["read"]
+    assert "hidden-reference" in outcome.layers()

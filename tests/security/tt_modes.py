@@ -123,7 +123,9 @@ class Outcome:
     def leftovers(self) -> list[str]:
         """Host state the runs left: cgroups, mounts, grader temp dirs in the private TMPDIR."""
         left = [f"cgroup {p}" for p in self.raw["cgroups_left"]]
-        left += [f"mount {m}" for m in self.raw["mounts_added"]]
+        # a job's mounts live in its own mount namespace; one that leaked would sit under its work dir
+        # (other programs on the machine may mount elsewhere meanwhile)
+        left += [f"mount {m}" for m in self.raw["mounts_added"] if str(self.tmp) in m]
         left += [f"temp {p}" for p in (self.tmp / "tmp").iterdir() if not p.name.startswith("tt-job-")]
         return left
 
