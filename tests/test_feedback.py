@@ -183,7 +183,7 @@ def test_not_graded_pages_explain_without_leaking_grader_internals(rubric: Rubri
 
 
 def rendered_markdown(text: str) -> str:
-    return MarkdownIt("commonmark", {"html": True}).enable("table").render(text)
+    return str(MarkdownIt("commonmark", {"html": True}).enable("table").render(text))
 
 
 def test_markdown_escapes_student_text_so_no_link_html_or_script_forms(hostile: StoredResult, rubric: Rubric) -> None:
