@@ -7,6 +7,7 @@ non-passing status. Only problems the *user of the grader* must fix raise.
     ├── SubmissionError        the file cannot be graded at all (load stage)
     ├── LocateError            a module's work or its rubric is not where we looked (tito, pytest plugin)
     ├── RubricError            the rubric file is invalid (rubric stage)
+    ├── ModuleUnitError        a course-module unit is missing, ambiguous or broken (grader.modules)
     ├── SandboxError           the sandbox could not be started or used (sandbox stage)
     │   └── SandboxUnavailable  the requested backend is not available on this machine
     ├── HarnessProtocolError   the trusted reference run produced unusable output (judge stage)
@@ -42,6 +43,10 @@ class SandboxError(GraderError, RuntimeError):
 
 class SandboxUnavailable(SandboxError):
     """The requested sandbox backend cannot run on this machine; the message says how to fix it."""
+
+
+class ModuleUnitError(GraderError, ValueError):
+    """A course-module unit is missing, ambiguous, or broken (grader.modules)."""
 
 
 class HarnessProtocolError(GraderError, RuntimeError):

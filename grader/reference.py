@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .errors import HarnessProtocolError
-from .paths import expected_cache_dir, solution_dir
+from .paths import expected_cache_dir
 from .sandbox.bundle import bundle_hash, ensure_bundle
 from .sandbox.local import scrubbed_env
 from .sandbox.process import deadlines
@@ -29,14 +29,16 @@ if TYPE_CHECKING:  # imported lazily: the CLI starts the worker before the heavy
     from .channel import CheckOutput
     from .plan import Job
 
-SERVE = "import sys; sys.path[:0] = [{path!r}]; import harness.run as r; r.serve({chunks!r})"
+SERVE = "import sys; sys.path[:0] = [{path!r}]; import grader.harness.run as r; r.serve({chunks!r})"
 
 
 class ReferenceOracle:
     """Expected outputs per job, from a persistent trusted worker; thread-safe."""
 
     def __init__(self, module: str) -> None:
-        self.source = (solution_dir() / f"{module}.py").read_text(encoding="utf-8")
+        from . import modules
+
+        self.source = modules.get(module).reference_path.read_text(encoding="utf-8")
         self._lock = threading.Lock()
         self._proc: subprocess.Popen[str] | None = None
         self._home: Path | None = None

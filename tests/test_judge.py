@@ -7,13 +7,23 @@ from typing import Any
 import numpy as np
 import pytest
 
+from grader import modules
 from grader.channel import CheckOutput
-from grader.judge import judge
+from grader.judge import judge as judge_with
 from grader.judge.compare import array_difference, facts_equal
-from grader.rubric import load_rubric
+from grader.models import CheckResult
+from grader.rubric import CheckSpec, load_rubric
 
 RUBRIC = load_rubric()
 SPECS = {c.id: c for c in RUBRIC.checks}
+RULES = modules.get(RUBRIC.module).judge_rules()
+
+
+def judge(spec: CheckSpec, called: str, inputs: dict[str, Any], got: CheckOutput, expected: CheckOutput) -> CheckResult:
+    """The judge with module 11's rules."""
+    return judge_with(spec, called, inputs, got, expected, RULES)
+
+
 SEED_WEIGHTS = np.array([[10.0 * v, 10.0 * v + 1] for v in range(4)])
 
 

@@ -138,7 +138,7 @@ def test_fallback_mode_closes_staff_directories_to_other_users(fallback: None, t
     staff = tmp_path / "source"
     staff.mkdir(mode=0o755)
     (staff / "solution.py").write_text("ANSWER = 42\n")
-    from grader.gradescope_mode import HidingSandbox
+    from grader.sandbox import HidingSandbox
 
     sandbox = LocalSandbox()
     try:

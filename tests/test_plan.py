@@ -8,7 +8,8 @@ import json
 import numpy as np
 import pytest
 
-from grader.harness.probes import encode_inputs, load_probes
+from grader import modules
+from grader.harness.probes import encode_inputs
 from grader.plan import Job, PlannedCheck, plan, submission_seed
 from grader.rubric import Rubric, load_rubric
 
@@ -41,7 +42,7 @@ def test_the_same_seed_plans_the_same_job(rubric: Rubric) -> None:
 
 
 def test_the_sandbox_decodes_exactly_the_inputs_the_probes_made(rubric: Rubric) -> None:
-    probes = load_probes(rubric.module)
+    probes = modules.get(rubric.module).load_probes()
     for check in plan(rubric, rubric.checks, 5).checks:
         made = probes[check.probe].make_inputs(np.random.default_rng(0))  # for the names and types
         decoded = check.decoded()
@@ -64,7 +65,7 @@ def test_only_the_chosen_checks_are_planned_in_rubric_order(rubric: Rubric) -> N
 
 def test_the_job_holds_no_expected_value_and_hides_the_seed_from_numpy(rubric: Rubric) -> None:
     """Only probe names and inputs cross into the sandbox; the numpy seed is derived, not the seed."""
-    assert set(Job.model_fields) == {"module", "seed", "numpy_seed", "parallel", "import_timeout_s",
+    assert set(Job.model_fields) == {"module", "probes", "seed", "numpy_seed", "parallel", "import_timeout_s",
                                      "total_timeout_s", "checks"}
     assert set(PlannedCheck.model_fields) == {"id", "probe", "timeout_s", "inputs", "visible"}
     job = plan(rubric, rubric.checks, 9)

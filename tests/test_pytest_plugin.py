@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import SUBMISSIONS
+from .conftest import EMBEDDINGS_RUBRIC, SUBMISSIONS
 
 pytest_plugins = ["pytester"]
 
@@ -182,7 +182,7 @@ def one_check_rubric(path: Path) -> Path:
     """A rubric that gives all 100 points to emb_shape: what a student would like to be graded with."""
     import re
 
-    text = (Path(__file__).parents[1] / "rubrics" / "embeddings.toml").read_text(encoding="utf-8")
+    text = EMBEDDINGS_RUBRIC.read_text(encoding="utf-8")
     text = re.sub(r"(?m)^points = \d+", "points = 0", text).replace("points = 0", "points = 100", 1)  # emb_shape
     path.write_text(text.replace('id = "tinytorch-11-embeddings"', 'id = "mine"'), encoding="utf-8")
     return path

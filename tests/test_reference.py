@@ -8,12 +8,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from grader import modules
 from grader.errors import HarnessProtocolError
-from grader.paths import expected_cache_dir, solution_dir
+from grader.modules import ModuleUnit
+from grader.paths import expected_cache_dir
 from grader.plan import Job, plan
 from grader.reference import ReferenceOracle
 from grader.rubric import Rubric, load_rubric
 
+REFERENCE = modules.get("embeddings").reference_path
 BROKEN_FORWARD = '''
 
 def _broken(self, *args, **kwargs):
@@ -45,8 +48,8 @@ def oracle() -> Iterator[ReferenceOracle]:
 def oracle_on(source: str, folder: Path, monkeypatch: pytest.MonkeyPatch) -> ReferenceOracle:
     """An oracle whose reference solution is ``source`` (close it after use)."""
     folder.mkdir()
-    (folder / "embeddings.py").write_text(source, encoding="utf-8")
-    monkeypatch.setattr("grader.reference.solution_dir", lambda: folder)
+    (folder / "solution.py").write_text(source, encoding="utf-8")
+    monkeypatch.setattr(ModuleUnit, "reference_path", property(lambda self: folder / "solution.py"))
     return ReferenceOracle("embeddings")
 
 
@@ -88,7 +91,7 @@ def test_other_inputs_are_a_new_cache_entry(rubric: Rubric, oracle: ReferenceOra
 
 def test_a_reference_that_fails_a_check_is_a_grader_fault(rubric: Rubric, tmp_path: Path,
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    broken = oracle_on((solution_dir() / "embeddings.py").read_text(encoding="utf-8") + BROKEN_FORWARD,
+    broken = oracle_on(REFERENCE.read_text(encoding="utf-8") + BROKEN_FORWARD,
                        tmp_path / "broken", monkeypatch)
     try:
         with pytest.raises(HarnessProtocolError, match=r"the reference solution failed check 'emb_shape' \(error\): "
@@ -113,7 +116,7 @@ def test_a_changed_reference_never_reads_the_old_ones_cache(rubric: Rubric, orac
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     job = visible_job(rubric, seed=1)
     oracle.expected(job)
-    edited = oracle_on((solution_dir() / "embeddings.py").read_text(encoding="utf-8") + BROKEN_FORWARD,
+    edited = oracle_on(REFERENCE.read_text(encoding="utf-8") + BROKEN_FORWARD,
                        tmp_path / "edited", monkeypatch)
     try:
         with pytest.raises(HarnessProtocolError):

@@ -1,6 +1,6 @@
 """The Docker backend's first process, inside the container, as the sandbox user.
 
-``python3 -I -B -c "...; import harness.docker_boot as b; b.main(WORKDIR, MAX_INPUT, MAX_TOTAL)"``.
+``python3 -I -B -c "...; import grader.harness.docker_boot as b; b.main(WORKDIR, MAX_INPUT, MAX_TOTAL)"``.
 It imports what every job needs while the host is still sending the job on stdin (a header
 ``>IId``: sizes of job.json and student.json, backstop seconds; then the two files), then hands
 over to the supervisor that the local backend uses too (``harness/supervisor.py``): visible checks
@@ -36,16 +36,10 @@ def _backstop() -> None:
 
 
 def main(workdir: str, max_input: int, max_total: int) -> None:
-    import numpy
-    import numpy.random  # noqa: F401
+    from . import run, supervisor
+    from .preload import preload
 
-    from . import probes, run, supervisor  # noqa: F401
-
-    try:
-        import tinytorch.core.autograd
-        import tinytorch.core.tensor  # noqa: F401
-    except ImportError:
-        pass
+    preload()
     out_fd = os.dup(1)
     os.dup2(2, 1)
     job_size, student_size, backstop = struct.unpack(">IId", _read_exact(16))

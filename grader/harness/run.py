@@ -86,7 +86,7 @@ def _prepare(job: dict[str, Any]) -> dict[str, Any]:
     np.random.seed(int(job.get("numpy_seed", job.get("seed", 0))) % 2**32)
     from .probes import load_probes
 
-    return load_probes(job["module"])
+    return load_probes(job["probes"])
 
 
 def import_student(chunks: list[dict[str, Any]]) -> tuple[dict[str, Any], list[dict[str, Any]]]:

@@ -22,13 +22,9 @@ from typing import Any
 
 
 def serve(fd: int) -> None:
-    import numpy
-    import numpy.random  # noqa: F401
+    from .preload import preload
 
-    from . import isolate, probes, run, seccomp, selftest, supervisor  # noqa: F401
-
-    _import_all(probes.__name__)
-    _import_all("tinytorch")
+    preload()
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
     sock = socket.socket(fileno=fd)
     while True:
@@ -57,19 +53,6 @@ def serve(fd: int) -> None:
         socket.send_fds(sock, [json.dumps({"pid": pid, "cgroups": joined}).encode()], [pidfd, log_r, res_r, ctl_w])
         for fd_ in (pidfd, log_r, res_r, ctl_w):
             os.close(fd_)
-
-
-def _import_all(package: str) -> None:
-    """Import a package and every module in it now: a job never needs to read the bundle again."""
-    import importlib
-    import pkgutil
-
-    try:
-        root = importlib.import_module(package)
-        for info in pkgutil.walk_packages(root.__path__, package + "."):
-            importlib.import_module(info.name)
-    except Exception:  # a broken optional module must not stop the zygote; the job reports it
-        pass
 
 
 def _join_cgroups(pid: int, cgroups: dict[str, str]) -> list[str]:

@@ -87,7 +87,7 @@ class DockerLimits:
 
 def bootstrap_source(limits: DockerLimits = DockerLimits()) -> str:
     """The container's command line program: start ``harness/docker_boot.py`` from the bundle."""
-    return (f"import sys; sys.path[:0] = [{BUNDLE!r}]; import harness.docker_boot as b; "
+    return (f"import sys; sys.path[:0] = [{BUNDLE!r}]; import grader.harness.docker_boot as b; "
             f"b.main({WORKDIR!r}, {MAX_INPUT_BYTES}, {limits.tmpfs_mb * 1024 * 1024})")
 
 

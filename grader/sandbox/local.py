@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from ..errors import SandboxError, SandboxUnavailable
-from ..paths import expected_cache_dir, harness_parent, rubrics_dir, solution_dir
+from ..paths import expected_cache_dir, harness_parent
 from . import RunResult
 from .bundle import ensure_bundle
 from .cgroup import CgroupLimits, JobCgroups
@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from ..models import BackendInfo, Chunk
     from ..plan import Job
 
-ZYGOTE = "import sys; sys.path[:0] = [{path!r}]; import harness.zygote as z; z.serve({fd})"
+ZYGOTE = "import sys; sys.path[:0] = [{path!r}]; import grader.harness.zygote as z; z.serve({fd})"
 FORK_TIMEOUT_S = 10.0
 STOP_GRACE_S = 3.0
 UID_BASE, UID_SPAN = 1_990_000_000, 1_000_000  # a fresh host uid per job when the grader is root
@@ -159,7 +159,9 @@ class LocalSandbox:
 
         workdir = Path(tempfile.mkdtemp(prefix="grader-selftest-"))
         try:
-            self.run(Job(module="selftest", seed=0, import_timeout_s=10, total_timeout_s=10, checks=()), [], workdir)
+            empty = Job(module="selftest", probes="grader.harness.probes", seed=0, import_timeout_s=10,
+                        total_timeout_s=10, checks=())
+            self.run(empty, [], workdir)
         finally:
             import shutil
 
@@ -181,7 +183,9 @@ class LocalSandbox:
             os.chmod(workdir / name, 0o600)
         os.chmod(workdir, 0o700)
         uid = UID_BASE + random.randrange(UID_SPAN) if os.getuid() == 0 and self.mode != "none" else None
-        hidden = [str(p) for p in (solution_dir(), rubrics_dir(), expected_cache_dir(), *hide)]
+        from .. import modules
+
+        hidden = [str(p) for p in (*modules.staff_paths(), expected_cache_dir(), *hide)]
         if self.mode == "fallback":
             _protect(hidden)
         cgroups = JobCgroups.create(CgroupLimits(self.limits.memory_mb, self.limits.max_processes,

@@ -45,7 +45,7 @@ def add_selftest_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--operator", action="append", default=[], metavar="OP", help="grade only this operator (repeatable)")
     p.add_argument("--equivalents", type=Path, metavar="FILE",
                    help=f"reviewed equivalent survivors (default: {EQUIVALENTS} in the checkout)")
-    p.add_argument("--rubric", type=Path, help="rubric .toml (default: module 11 embeddings)")
+    p.add_argument("--rubric", type=Path, help="rubric .toml (default: the installed course module's)")
     p.add_argument("--json", type=Path, metavar="FILE", help="also write every mutant's outcome as JSON")
     p.add_argument("--list", action="store_true", help="list the selected mutants without grading them")
     return p

@@ -208,12 +208,13 @@ def test_cleanup_removes_leftover_labelled_containers(
 
 
 def test_image_holds_the_bundle_but_no_reference_solution_or_rubric(docker_client: Any, image: str) -> None:
-    from grader.paths import rubrics_dir, solution_dir
+    from grader import modules
 
-    secrets = {hashlib.sha256(p.read_bytes()).hexdigest(): p.name
-               for d in (solution_dir(), rubrics_dir()) for p in d.rglob("*") if p.is_file()}
-    sizes = {(d / n).stat().st_size for d in (solution_dir(),) for n in os.listdir(d) if (d / n).is_file()}
-    sizes |= {p.stat().st_size for p in rubrics_dir().rglob("*") if p.is_file()}
+    staff = [f for unit in modules.installed().values()
+             for f in (unit.rubric_path, *unit.reference_path.parent.rglob("*"), *(unit.root / "judge").rglob("*.py"))
+             if f.is_file()]
+    secrets = {hashlib.sha256(f.read_bytes()).hexdigest(): f.name for f in staff}
+    sizes = {f.stat().st_size for f in staff}
     container = docker_client.containers.create(image, ["true"], network_mode="none")
     try:
         stream = container.export(chunk_size=1 << 20)
@@ -238,7 +239,7 @@ def test_image_holds_the_bundle_but_no_reference_solution_or_rubric(docker_clien
 
 
 def test_image_runs_python_numpy_and_the_harness_as_nobody(docker_client: Any, image: str) -> None:
-    code = ("import os, numpy, harness.run, tinytorch.core.tensor; "
+    code = ("import os, numpy, grader.harness.run, tinytorch.core.tensor; "
             "print(os.getuid(), numpy.__version__, sorted(os.listdir('/opt/grader')))")
     out = docker_client.containers.run(image, ["python3", "-I", "-c", f"import sys; sys.path[:0] = ['/opt/grader']; {code}"],
                                        network_mode="none", remove=True)

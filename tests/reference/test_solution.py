@@ -1,4 +1,4 @@
-"""The reference solution of module 11 (reference/solution/embeddings.py) on the spec cases."""
+"""The reference solution of module 11 (grader/modules/embeddings/reference/solution.py) on the spec cases."""
 
 from __future__ import annotations
 

