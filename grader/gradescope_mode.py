@@ -3,7 +3,7 @@
     ROOT/source/                     this grader (the uploaded autograder zip)
     ROOT/submission/                 the student's files
     ROOT/submission_metadata.json    submission id, created_at, assignment, users, ...
-    ROOT/results/results.json        written here (FORMATS.md, "Gradescope")
+    ROOT/results/results.json        written here (docs/FORMATS.md, "Gradescope")
 
 ROOT is ``/autograder`` unless ``--root`` (or ``GRADER_AUTOGRADER_ROOT``) says otherwise, so the
 whole flow can be tested against a local folder laid out the same way.

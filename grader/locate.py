@@ -18,15 +18,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import GraderError
+from .errors import LocateError as LocateError  # re-exported: it lived here before errors.py
 
 _FOLDER = re.compile(r"^(\d{1,3})_([a-z][a-z0-9_]*)$")
 _SPEC = re.compile(r"^(?:(\d{1,3})|([a-z][a-z0-9_]*)|(\d{1,3})_([a-z][a-z0-9_]*))$")
 RUBRIC_SELECTOR = re.compile(r"^([A-Za-z0-9][A-Za-z0-9_.-]{0,127})(?:@(?:sha256:)?([0-9a-f]{8,64}))?$")
-
-
-class LocateError(GraderError, FileNotFoundError):
-    """The module's work (or its rubric) could not be found; the message says where we looked."""
 
 
 @dataclass(frozen=True)

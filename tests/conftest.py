@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +45,7 @@ def fast_rubric_file(directory: Path, timeout_s: float, import_timeout_s: float,
     return path
 
 
-def write_notebook(path: Path, cells: list[str | tuple[str, str]], **top: Any) -> Path:
+def write_notebook(path: Path, cells: Sequence[str | tuple[str, str]], **top: Any) -> Path:
     """A minimal valid v4.5 notebook; a cell is code, or (cell_type, source)."""
     nb_cells = []
     for n, cell in enumerate(cells):

@@ -36,14 +36,15 @@ def test_reads_a_plain_array_as_float64(tmp_path: Path) -> None:
         pytest.param(np.zeros(2, dtype=[("a", "f8")]), (2,), "not a plain number", id="structured"),
     ],
 )
-def test_refuses_arrays_that_are_not_plain_finite_numbers(tmp_path: Path, value: np.ndarray, shape: tuple[int, ...], reason: str) -> None:
+def test_refuses_arrays_that_are_not_plain_finite_numbers(tmp_path: Path, value: np.ndarray, shape: tuple[int, ...],
+                                                         reason: str) -> None:
     with pytest.raises(ValueError, match=reason):
         read_npy(save(tmp_path / "a.npy", value), shape)
 
 
 def test_refuses_pickles_symlinks_and_truncated_files(tmp_path: Path) -> None:
     (tmp_path / "p.npy").write_bytes(pickle.dumps([1.0, 2.0]))
-    with pytest.raises(ValueError, match="not a valid .npy"):
+    with pytest.raises(ValueError, match=r"not a valid \.npy"):
         read_npy(tmp_path / "p.npy", (2,))
     good = save(tmp_path / "g.npy", np.ones(4))
     (tmp_path / "link.npy").symlink_to(good)

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from rich.console import Console
 
 from grader import Grader, GradeReport
@@ -215,16 +214,14 @@ def test_hostile_cells_cost_only_themselves(grader_local: Grader, tmp_path: Path
 
 def test_one_file_that_breaks_the_grader_does_not_stop_the_others(
         grader_local: Grader, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from grader import grade as grade_module
-
-    real = grade_module.read_submission
+    from grader.intake import read_submission as real
 
     def read(path: Path, *args: Any, **kwargs: Any) -> Any:
         if Path(path).name == "evil.ipynb":
             raise IndexError("tuple index out of range")  # stands for any bug a crafted file could hit
         return real(path, *args, **kwargs)
 
-    monkeypatch.setattr(grade_module, "read_submission", read)
+    monkeypatch.setattr("grader.grade.read_submission", read)
     evil = with_cells(tmp_path, "evil.ipynb", ["x = 1"])
     broken = tmp_path / "broken.ipynb"
     broken.write_text("{")

@@ -140,8 +140,8 @@ def test_hiding_sandbox_adds_the_autograder_folders_to_every_run(tmp_path: Path)
         def run(self, job: Any, chunks: Any, workdir: Path, hide: Any = ()) -> Any:
             seen.append(tuple(hide))
 
-    sandbox = HidingSandbox(Fake(), (tmp_path / "source", tmp_path / "results"))  # type: ignore[arg-type]
-    sandbox.run(None, (), tmp_path, hide=(tmp_path / "cache",))  # type: ignore[arg-type]
+    sandbox = HidingSandbox(Fake(), (tmp_path / "source", tmp_path / "results"))
+    sandbox.run(None, (), tmp_path, hide=(tmp_path / "cache",))  # type: ignore[arg-type]  # the fake ignores the job
     assert seen == [(tmp_path / "cache", tmp_path / "source", tmp_path / "results")]
     sandbox.start()
     sandbox.close()  # a sandbox without start/close is fine

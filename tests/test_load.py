@@ -52,7 +52,8 @@ def test_upgrades_nbformat_v3(tmp_path: Path) -> None:
         pytest.param(json.dumps({"cells": [{"cell_type": "weird", "source": "", "metadata": {}}], "nbformat": 4,
                                  "nbformat_minor": 5, "metadata": {}}).encode(), "not a valid notebook", id="odd-cell-type"),
         pytest.param(b"[1, 2, 3]", "not a Jupyter notebook", id="json-list"),
-        pytest.param(json.dumps({"cells": [], "nbformat": 99, "metadata": {}}).encode(), "unsupported nbformat", id="future-version"),
+        pytest.param(json.dumps({"cells": [], "nbformat": 99, "metadata": {}}).encode(), "unsupported nbformat",
+                     id="future-version"),
     ],
 )
 def test_refuses_malformed_notebooks(tmp_path: Path, content: bytes, message: str) -> None:

@@ -52,11 +52,9 @@ def _job_processes(uids: range = UIDS) -> list[int]:
 @pytest.fixture
 def own_uids(monkeypatch: pytest.MonkeyPatch) -> range:
     """Job uids that only this test uses (other graders may run on the machine at the same time)."""
-    import grader.sandbox.local as local
-
     offset = 500_000 + os.getpid() % 1000 * 100
     counter = iter(range(100))
-    monkeypatch.setattr(local.random, "randrange", lambda span: offset + next(counter))
+    monkeypatch.setattr("grader.sandbox.local.random.randrange", lambda span: offset + next(counter))
     return range(UIDS.start + offset, UIDS.start + offset + 100)
 
 

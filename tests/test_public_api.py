@@ -10,3 +10,10 @@ def test_exported_members() -> None:
     ])
     for name in grader.__all__:
         assert getattr(grader, name) is not None
+
+
+def test_the_package_is_marked_typed() -> None:
+    """PEP 561: without py.typed, mypy ignores our annotations in a course's own code."""
+    from importlib.resources import files
+
+    assert files("grader").joinpath("py.typed").is_file()

@@ -36,7 +36,8 @@ def test_bundled_rubric_has_the_contract_checks_and_100_points() -> None:
         pytest.param("schema_version = 0\n", "older than this grader", id="too-old"),
         pytest.param("title = 'x'\n", "missing integer schema_version", id="no-version"),
         pytest.param("schema_version = 1\n[[checks\n", "not valid TOML", id="bad-toml"),
-        pytest.param("schema_version = 1\nid='r'\ntitle='t'\nmodule='nope'\n", "no course module 'nope' is installed", id="no-module"),
+        pytest.param("schema_version = 1\nid='r'\ntitle='t'\nmodule='nope'\n", "no course module 'nope' is installed",
+                     id="no-module"),
     ],
 )
 def test_broken_rubrics_say_what_to_fix(tmp_path: Path, text: str, message: str) -> None:
