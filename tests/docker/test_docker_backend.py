@@ -233,7 +233,10 @@ def test_image_holds_the_bundle_but_no_reference_solution_or_rubric(docker_clien
                     leaked.append((member.name, secrets[digest]))
     assert leaked == []
     bundle = {n.split("/")[2] for n in names if n.startswith("opt/grader/") and n.count("/") >= 2 and n.split("/")[2]}
-    assert bundle == {"harness", "tinytorch"}
+    assert bundle == {"grader", "tinytorch"}
+    graded = {"/".join(n.split("/")[3:5]) for n in names if n.startswith("opt/grader/grader/") and n.count("/") >= 4}
+    assert {g.split("/")[0] for g in graded} <= {"__init__.py", "harness", "modules"}  # no judge, rubric or solution
+    assert not [n for n in names if n.startswith("opt/grader/grader/modules/") and ("/judge/" in n or "/reference/" in n)]
     assert not [n for n in names if "solution" in n.lower() or n.endswith(".toml")]
     assert any(n.endswith("numpy/__init__.py") for n in names)
 
@@ -245,7 +248,7 @@ def test_image_runs_python_numpy_and_the_harness_as_nobody(docker_client: Any, i
                                        network_mode="none", remove=True)
     uid, _, listing = out.decode().strip().split(" ", 2)
     assert uid == "65534"
-    assert listing == "['harness', 'tinytorch']"
+    assert listing == "['grader', 'tinytorch']"
 
 
 def test_image_tag_is_a_content_hash_and_is_built_once(image: str) -> None:

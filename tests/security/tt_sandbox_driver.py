@@ -34,7 +34,7 @@ def main() -> None:
         made.extend(groups.dirs)
         return groups
 
-    local.JobCgroups.create = classmethod(recording)  # type: ignore[method-assign, assignment]
+    cgroup.JobCgroups.create = classmethod(recording)  # type: ignore[method-assign, assignment]
     mounts_before = _mounts()
     limits = local.LocalLimits(**spec.get("limits", {}))
     sandbox = local.LocalSandbox(limits, official=spec.get("official", False))
