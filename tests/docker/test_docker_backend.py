@@ -235,7 +235,7 @@ def test_image_holds_the_bundle_but_no_reference_solution_or_rubric(docker_clien
     bundle = {n.split("/")[2] for n in names if n.startswith("opt/grader/") and n.count("/") >= 2 and n.split("/")[2]}
     assert bundle == {"grader", "tinytorch"}
     graded = {"/".join(n.split("/")[3:5]) for n in names if n.startswith("opt/grader/grader/") and n.count("/") >= 4}
-    assert {g.split("/")[0] for g in graded} <= {"__init__.py", "harness", "modules"}  # no judge, rubric or solution
+    assert {g.split("/")[0] for g in graded} <= {"__init__.py", "__pycache__", "harness", "modules"}  # no judge or rubric
     assert not [n for n in names if n.startswith("opt/grader/grader/modules/") and ("/judge/" in n or "/reference/" in n)]
     assert not [n for n in names if "solution" in n.lower() or n.endswith(".toml")]
     assert any(n.endswith("numpy/__init__.py") for n in names)
