@@ -137,7 +137,7 @@ def _warm_up(session: Session) -> None:
     import rich.console
     import rich.table  # noqa: F401
 
-    from . import commands, grade, report  # noqa: F401
+    from . import commands, pipeline, report  # noqa: F401
 
     session.warm("local", None)
 

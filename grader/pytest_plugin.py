@@ -37,9 +37,9 @@ if TYPE_CHECKING:
     from _pytest._code.code import ExceptionInfo, TerminalRepr
     from _pytest.terminal import TerminalReporter
 
-    from .grade import Grader
     from .locate import ModuleWork
     from .models import CheckResult, GradeReport
+    from .pipeline import Grader
     from .rubric import CheckSpec, Rubric
     from .session import Session
 

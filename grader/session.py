@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING
 from .sandbox import BACKENDS, Sandbox, Startable, make_sandbox
 
 if TYPE_CHECKING:
-    from .grade import Grader
     from .models import GradeReport
+    from .pipeline import Grader
     from .reference import ReferenceOracle
     from .rubric import Rubric
 
@@ -90,7 +90,7 @@ class Session:
                public_only: bool = False, seed: int | None = None) -> Grader:
         """A grader for one rubric (default: the rubric of ``module``, or of the only installed
         course module) on this session's sandbox and oracle; closing it closes nothing."""
-        from .grade import Grader
+        from .pipeline import Grader
         from .rubric import load_rubric
 
         loaded = rubric if not isinstance(rubric, str | Path | None) else load_rubric(rubric, module=module)

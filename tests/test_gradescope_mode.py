@@ -197,7 +197,7 @@ def test_make_zip_puts_the_pair_at_the_top_of_the_repository_archive(tmp_path: P
 
 def test_a_grader_fault_still_writes_results_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                  capsys: pytest.CaptureFixture[str]) -> None:
-    from grader.grade import Grader
+    from grader.pipeline import Grader
 
     def broken(self: Grader, path: Path) -> None:
         raise IndexError("tuple index out of range")

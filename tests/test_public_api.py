@@ -17,3 +17,15 @@ def test_the_package_is_marked_typed() -> None:
     from importlib.resources import files
 
     assert files("grader").joinpath("py.typed").is_file()
+
+
+def test_grade_stays_the_function_after_every_module_is_imported() -> None:
+    import importlib
+    import pkgutil
+
+    import grader
+
+    for info in pkgutil.walk_packages(grader.__path__, "grader."):
+        if not info.name.startswith(("grader.modules.embeddings.", "grader.service")):
+            importlib.import_module(info.name)
+    assert callable(grader.grade) and grader.grade.__module__ == "grader.pipeline"

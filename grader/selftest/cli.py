@@ -153,7 +153,7 @@ def _grade(args: argparse.Namespace, rubric: Rubric, sources: list[Source], chos
            errors: Console) -> list[Outcome]:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-    from ..grade import Grader
+    from ..pipeline import Grader
     from .mutants import check_baselines, grade_mutants
 
     def factory() -> Grader:

@@ -221,7 +221,7 @@ def test_one_file_that_breaks_the_grader_does_not_stop_the_others(
             raise IndexError("tuple index out of range")  # stands for any bug a crafted file could hit
         return real(path, *args, **kwargs)
 
-    monkeypatch.setattr("grader.grade.read_submission", read)
+    monkeypatch.setattr("grader.pipeline.read_submission", read)
     evil = with_cells(tmp_path, "evil.ipynb", ["x = 1"])
     broken = tmp_path / "broken.ipynb"
     broken.write_text("{")
