@@ -89,7 +89,9 @@ class CheckOutput(Record):
     rejected: dict[str, str] = Field(default_factory=dict)
     error: ErrorInfo | None = None
     duration_ms: float = 0.0
-    note: str = ""
+    note: str = ""  # the host's own account of what happened (a deadline, a crash's reason)
+    signal: int | None = None  # for a crash: the signal that killed the check's process
+    exit_code: int | None = None  # for a crash: its exit status
 
 
 def read_import(out_dir: Path) -> ImportRecord | None:
@@ -101,11 +103,10 @@ def read_check(out_dir: Path, check_id: str, expected_shapes: dict[str, tuple[in
     record = _read_json(out_dir / f"{check_id}.json", ProbeRecord)
     status = _read_json(out_dir / f"{check_id}.status.json", StatusRecord)
     if status is not None and (record is None or status.status == "timeout"):
-        note = {"timeout": "", "oom": "killed (out of memory)",
-                "crashed": _crash_note(status)}[status.status]
-        return CheckOutput(outcome=status.status, duration_ms=status.duration_ms, note=note)
+        return CheckOutput(outcome=status.status, duration_ms=status.duration_ms, note=status.reason or "",
+                           signal=status.signal, exit_code=status.exit_code)
     if record is None or record.check != check_id:
-        return CheckOutput(outcome="missing", note="no valid result was written for this check")
+        return CheckOutput(outcome="missing")
     if record.status != "ok":
         return CheckOutput(outcome=record.status, error=record.error, duration_ms=record.duration_ms)
     arrays: dict[str, np.ndarray] = {}
@@ -172,15 +173,6 @@ def _npy_header(f: IO[bytes]) -> tuple[tuple[int, ...], bool, np.dtype[Any]]:
             or not all(type(n) is int and n >= 0 for n in shape)):
         raise ValueError("not a valid .npy file (bad fortran_order or shape)")
     return shape, fortran, np.dtype(descr)
-
-
-def _crash_note(status: StatusRecord) -> str:
-    if status.reason:
-        return status.reason
-    if status.signal is not None:
-        return f"the process was killed by signal {status.signal} (a segfault or abort in native code?)"
-    return (f"the process exited with status {status.exit_code} before reporting a result "
-            "(sys.exit or os._exit in your code?)")
 
 
 def _read_json(path: Path, model: type[_R]) -> _R | None:

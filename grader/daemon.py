@@ -44,7 +44,9 @@ _PACKAGE = Path(__file__).resolve().parent
 
 
 def enabled() -> bool:
-    return os.environ.get("GRADER_NO_DAEMON", "") not in ("1", "true", "yes")
+    from .settings import settings
+
+    return settings().daemon
 
 
 def socket_path() -> Path:
@@ -112,7 +114,9 @@ def serve(path: Path) -> None:
     listener.listen(8)
     session = Session()
     _warm_up(session)
-    idle = float(os.environ.get("GRADER_DAEMON_IDLE_S", IDLE_S))
+    from .settings import settings
+
+    idle = settings().daemon_idle_s
     try:
         while select.select([listener], [], [], idle)[0]:
             conn, _ = listener.accept()

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import GraderError, SubmissionError
+from .sandbox import BACKENDS
 
 if TYPE_CHECKING:  # the rest loads when grading starts: building the command line stays fast
     from .batch.store import StoredResult
@@ -197,13 +198,15 @@ def add_gradescope_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help=f"the autograder folder (default: ${ROOT_ENV} or {DEFAULT_ROOT})")
     p.add_argument("--rubric", type=Path, help="rubric .toml (default: ROOT/source/rubric.toml if present, "
                                                "else the installed course module's)")
-    p.add_argument("--backend", choices=["local", "docker"], default="local",
+    p.add_argument("--backend", choices=BACKENDS, default="local",
                    help="local: the Gradescope container is the outer sandbox")
     return p
 
 
 def gradescope_command(args: argparse.Namespace) -> int:
-    root: Path = args.root or Path(os.environ.get(ROOT_ENV) or DEFAULT_ROOT)
+    from .settings import settings
+
+    root: Path = args.root or settings().autograder_root or Path(DEFAULT_ROOT)
     rubric: Path | None = args.rubric
     if rubric is None and (root / "source" / "rubric.toml").is_file():
         rubric = root / "source" / "rubric.toml"

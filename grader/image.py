@@ -90,7 +90,9 @@ def image_tag() -> str:
 
 def offline_default() -> bool:
     """Offline (debootstrap) unless ``GRADER_IMAGE_ONLINE=1``."""
-    return os.environ.get("GRADER_IMAGE_ONLINE", "").strip() not in ("1", "true", "yes")
+    from .settings import settings
+
+    return not settings().image_online
 
 
 def docker_client(timeout: int = 600) -> Any:

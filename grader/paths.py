@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 _PACKAGE = Path(__file__).resolve().parent
@@ -25,7 +24,9 @@ def harness_parent() -> Path:
 
 def cache_root() -> Path:
     """Per-user cache: sandbox bundles, compiled schemas, expected outputs."""
-    return Path(os.environ.get("GRADER_CACHE") or Path.home() / ".cache" / "tinytorch-grader")
+    from .settings import settings
+
+    return settings().cache
 
 
 def expected_cache_dir() -> Path:

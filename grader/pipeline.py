@@ -9,18 +9,19 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from . import __version__, modules
-from .channel import CheckOutput, ChunkError, ImportRecord, read_check, read_import
+from .channel import CheckOutput, read_check, read_import
 from .errors import GraderError
 from .intake import read_submission
-from .judge import judge, not_gradable
+from .judge import judge, outcomes
 from .load import LoadLimits
-from .models import CheckResult, Chunk, ExtractionSummary, GradeReport, StudentModule, shown
+from .models import CheckResult, ExtractionSummary, GradeReport, StudentModule, shown
 from .paths import expected_cache_dir
 from .plan import Job, plan, submission_seed
 from .reference import ReferenceOracle
 from .rubric import CheckSpec, Rubric, load_rubric
-from .sandbox import RunResult, Sandbox, Startable, make_sandbox
+from .sandbox import Sandbox, Startable, make_sandbox
 from .score import total
+from .settings import settings
 
 
 class Grader:
@@ -82,9 +83,9 @@ class Grader:
         """Grade one file; SubmissionError if it cannot be read at all."""
         intake = read_submission(path, self.rubric.targets, self.limits)
         submission, module = intake.submission, intake.module
-        seed = self.seed if self.seed is not None else submission_seed(submission.sha256)
+        seed = self.seed if self.seed is not None else submission_seed(submission.sha256, settings().seed_secret)
         checks = self.rubric.select(self.public_only)
-        blocked = _blocked(module, checks)
+        blocked = outcomes.blocked(module, checks)
         runnable = tuple(c for c in checks if c.id not in blocked)
         job = plan(self.rubric, runnable, seed)
         results = dict(blocked)
@@ -133,12 +134,12 @@ class Grader:
             for spec, planned in zip(checks, job.checks, strict=True):
                 inputs = planned.decoded()
                 called = self.probes[spec.probe].describe(inputs)
-                failed_def = _definition_failure(spec, module.chunks, imported, run)
+                failed_def = outcomes.definition_failure(spec, module.chunks, imported, run.killed)
                 if failed_def is not None:
                     results[spec.id] = judge(spec, called, inputs, failed_def, expected[spec.id], self.rules)
                     continue
                 shapes = {k: v.shape for k, v in expected[spec.id].arrays.items()}
-                got = _explain_name_error(read_check(run.out_dir, spec.id, shapes), imported)
+                got = outcomes.explain_name_error(read_check(run.out_dir, spec.id, shapes), imported)
                 if got.outcome == "missing" and run.killed:
                     got = CheckOutput(outcome="timeout", note=run.killed)
                 results[spec.id] = judge(spec, called, inputs, got, expected[spec.id], self.rules)
@@ -152,75 +153,3 @@ class Grader:
 def grade(path: str | Path, **options: object) -> GradeReport:
     """Grade one submission with the default rubric: ``grader.grade("student.ipynb")``."""
     return Grader(**options).grade(path)  # type: ignore[arg-type]
-
-
-def _blocked(module: StudentModule, checks: Sequence[CheckSpec]) -> dict[str, CheckResult]:
-    """Checks that cannot run because a target they need is not defined anywhere."""
-    syntax = (f" (cell {', '.join(str(e.cell) for e in module.syntax_errors)} could not be parsed and may hold it)"
-              if module.syntax_errors else "")
-    blocked = {}
-    for spec in checks:
-        for name in spec.needs:
-            if not module.target_cells.get(name):
-                blocked[spec.id] = not_gradable(spec, f"{name} is not defined in any code cell{syntax}")
-                break
-    return blocked
-
-
-def _definition_failure(spec: CheckSpec, chunks: Sequence[Chunk], imported: ImportRecord | None,
-                        run: RunResult) -> CheckOutput | None:
-    """An outcome for checks whose target could not even be defined."""
-    if imported is None:
-        note = run.killed or "the sandbox stopped while importing the module (sys.exit or os._exit at top level?)"
-        return CheckOutput(outcome="timeout" if run.killed else "crashed", note=note)
-    for name in spec.needs:
-        err = _final_definition_error(name, chunks, imported)
-        if err is not None:
-            return CheckOutput(outcome="error", error=err.error, note=_definition_note(name, err))
-    return None
-
-
-def _final_definition_error(name: str, chunks: Sequence[Chunk], imported: ImportRecord) -> ChunkError | None:
-    """The error that leaves ``name`` broken once every kept statement has run, in notebook order.
-
-    A definition that failed but was replaced by a later one that worked is superseded, as when
-    the notebook runs from top to bottom; a failure after the last working one (a statement that
-    completes the name, or a last definition that fails) breaks it.
-    """
-    failed = {(e.cell, e.line): e for e in imported.chunk_errors if name in e.defines}
-    last: ChunkError | None = None
-    for chunk in chunks:
-        if name not in chunk.defines:
-            continue
-        err = failed.get((chunk.cell, chunk.line))
-        if err is not None:
-            last = err
-        elif last is not None and name not in chunk.modifies:
-            last = None  # a later definition that worked replaces the broken one
-    return last
-
-
-def _definition_note(name: str, err: ChunkError) -> str:
-    """Our words for a failed definition; the student's own message stays in the error, apart."""
-    note = f"defining {name} failed in cell {err.cell}"
-    if err.error.type == "NotImplementedError":
-        note += " (the starter's raise NotImplementedError() is still there: finish it)"
-    return note
-
-
-def _explain_name_error(got: CheckOutput, imported: ImportRecord | None) -> CheckOutput:
-    """A NameError for a name whose own definition failed points at that failure instead."""
-    if got.outcome != "error" or got.error is None or got.error.type != "NameError" or imported is None:
-        return got
-    for err in imported.chunk_errors:
-        for name in err.defines:
-            if f"'{name}'" in got.error.message:
-                return got.model_copy(update={"note": f"{name} is not defined, because defining it failed in "
-                                                      f"cell {err.cell} ({err.error.type})"})
-    return got
-    for err in imported.chunk_errors:
-        for name in err.defines:
-            if f"'{name}'" in got.error.message:
-                note = f"{got.error.message}, because defining {name} failed in cell {err.cell}: {err.error.type}"
-                return got.model_copy(update={"error": got.error.model_copy(update={"message": note[:900]})})
-    return got

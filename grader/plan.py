@@ -48,9 +48,8 @@ class Job(Record):
     checks: tuple[PlannedCheck, ...]
 
 
-def submission_seed(sha256: str) -> int:
-    """A seed the student cannot predict without the course's secret."""
-    secret = os.environ.get("GRADER_SEED_SECRET", "tinytorch-grader").encode()
+def submission_seed(sha256: str, secret: bytes) -> int:
+    """A seed the student cannot predict without the course's secret (``GRADER_SEED_SECRET``)."""
     return int.from_bytes(hmac.new(secret, sha256.encode(), hashlib.sha256).digest()[:4], "big")
 
 

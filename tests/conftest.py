@@ -24,6 +24,16 @@ def _isolated_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     mp.undo()
 
 
+@pytest.fixture(autouse=True)
+def _fresh_settings() -> Iterator[None]:
+    """The grader reads GRADER_* once per process; a test that changes them gets them re-read."""
+    from grader.settings import reload
+
+    reload()
+    yield
+    reload()
+
+
 @pytest.fixture(scope="session")
 def grader_local() -> Iterator[Any]:
     from grader import Grader

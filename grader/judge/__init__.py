@@ -83,6 +83,14 @@ def _outcome_text(spec: CheckSpec, got: CheckOutput) -> str:
     if got.outcome == "error" and got.error is not None:
         lead = f"{got.note}\n" if got.note else ""  # the host's own explanation, when it has one
         return f"{lead}raised {_raised(got)}"
+    if got.outcome == "crashed" and not got.note:
+        if got.signal is not None:
+            return f"the process was killed by signal {got.signal} (a segfault or abort in native code?)"
+        if got.exit_code is not None:
+            return (f"the process exited with status {got.exit_code} before reporting a result "
+                    "(sys.exit or os._exit in your code?)")
+    if got.outcome == "missing" and not got.note:
+        return "no valid result was written for this check"
     return one_line(got.note, 400) or "no result"
 
 

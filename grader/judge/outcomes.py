@@ -1,0 +1,79 @@
+"""Outcomes that are not a comparison: checks that cannot run, targets that could not be
+defined, names left undefined by an earlier failure. Like every word a student reads about a
+check, they are written here, in the judge, from what the pipeline observed."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..channel import CheckOutput, ChunkError, ImportRecord
+from ..models import CheckResult, Chunk, StudentModule
+from ..rubric import CheckSpec
+from . import not_gradable
+
+
+def blocked(module: StudentModule, checks: Sequence[CheckSpec]) -> dict[str, CheckResult]:
+    """Checks that cannot run because a target they need is not defined anywhere."""
+    syntax = (f" (cell {', '.join(str(e.cell) for e in module.syntax_errors)} could not be parsed and may hold it)"
+              if module.syntax_errors else "")
+    blocked = {}
+    for spec in checks:
+        for name in spec.needs:
+            if not module.target_cells.get(name):
+                blocked[spec.id] = not_gradable(spec, f"{name} is not defined in any code cell{syntax}")
+                break
+    return blocked
+
+
+def definition_failure(spec: CheckSpec, chunks: Sequence[Chunk], imported: ImportRecord | None,
+                       killed: str | None) -> CheckOutput | None:
+    """An outcome for checks whose target could not even be defined (``killed``: why the host
+    stopped the run, if it did)."""
+    if imported is None:
+        note = killed or "the sandbox stopped while importing the module (sys.exit or os._exit at top level?)"
+        return CheckOutput(outcome="timeout" if killed else "crashed", note=note)
+    for name in spec.needs:
+        err = _final_definition_error(name, chunks, imported)
+        if err is not None:
+            return CheckOutput(outcome="error", error=err.error, note=_definition_note(name, err))
+    return None
+
+
+def _final_definition_error(name: str, chunks: Sequence[Chunk], imported: ImportRecord) -> ChunkError | None:
+    """The error that leaves ``name`` broken once every kept statement has run, in notebook order.
+
+    A definition that failed but was replaced by a later one that worked is superseded, as when
+    the notebook runs from top to bottom; a failure after the last working one (a statement that
+    completes the name, or a last definition that fails) breaks it.
+    """
+    failed = {(e.cell, e.line): e for e in imported.chunk_errors if name in e.defines}
+    last: ChunkError | None = None
+    for chunk in chunks:
+        if name not in chunk.defines:
+            continue
+        err = failed.get((chunk.cell, chunk.line))
+        if err is not None:
+            last = err
+        elif last is not None and name not in chunk.modifies:
+            last = None  # a later definition that worked replaces the broken one
+    return last
+
+
+def _definition_note(name: str, err: ChunkError) -> str:
+    """Our words for a failed definition; the student's own message stays in the error, apart."""
+    note = f"defining {name} failed in cell {err.cell}"
+    if err.error.type == "NotImplementedError":
+        note += " (the starter's raise NotImplementedError() is still there: finish it)"
+    return note
+
+
+def explain_name_error(got: CheckOutput, imported: ImportRecord | None) -> CheckOutput:
+    """A NameError for a name whose own definition failed points at that failure instead."""
+    if got.outcome != "error" or got.error is None or got.error.type != "NameError" or imported is None:
+        return got
+    for err in imported.chunk_errors:
+        for name in err.defines:
+            if f"'{name}'" in got.error.message:
+                return got.model_copy(update={"note": f"{name} is not defined, because defining it failed in "
+                                                      f"cell {err.cell} ({err.error.type})"})
+    return got

@@ -1,0 +1,65 @@
+"""Every ``GRADER_*`` environment variable, read in one place into one typed record.
+
+| variable | meaning |
+|---|---|
+| ``GRADER_CACHE`` | per-user cache: bundles, expected outputs, the daemon's socket (``~/.cache/tinytorch-grader``) |
+| ``GRADER_SEED_SECRET`` | the course's key for the inputs of non-visible checks (students must not know it) |
+| ``GRADER_NO_DAEMON`` | ``1``: never use or start the warm grading daemon |
+| ``GRADER_DAEMON_IDLE_S`` | seconds the daemon waits for a request before it exits (default 900) |
+| ``GRADER_IMAGE_ONLINE`` | ``1``: build the Docker image ``FROM python:3.11-slim`` instead of with debootstrap |
+| ``GRADER_LOCAL_MODE`` | ``fallback`` or ``none``: force the local backend's mode (tests of those modes) |
+| ``GRADER_AUTOGRADER_ROOT`` | Gradescope's autograder folder (default ``/autograder``) |
+
+The process reads them once; ``reload()`` reads them again (tests that change the environment).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+TRUE = ("1", "true", "yes")
+
+
+@dataclass(frozen=True)
+class Settings:
+    cache: Path
+    seed_secret: bytes
+    daemon: bool
+    daemon_idle_s: float
+    image_online: bool
+    local_mode: str | None
+    autograder_root: Path | None
+
+    @classmethod
+    def from_environ(cls, environ: Mapping[str, str]) -> Settings:
+        try:
+            idle = float(environ.get("GRADER_DAEMON_IDLE_S", "900"))
+        except ValueError:
+            idle = 900.0
+        mode = environ.get("GRADER_LOCAL_MODE")
+        root = environ.get("GRADER_AUTOGRADER_ROOT")
+        return cls(
+            cache=Path(environ.get("GRADER_CACHE") or Path.home() / ".cache" / "tinytorch-grader"),
+            seed_secret=environ.get("GRADER_SEED_SECRET", "tinytorch-grader").encode(),
+            daemon=environ.get("GRADER_NO_DAEMON", "").strip().lower() not in TRUE,
+            daemon_idle_s=idle,
+            image_online=environ.get("GRADER_IMAGE_ONLINE", "").strip().lower() in TRUE,
+            local_mode=mode if mode in ("fallback", "none") else None,
+            autograder_root=Path(root) if root else None,
+        )
+
+
+@lru_cache(maxsize=1)
+def settings() -> Settings:
+    """This process's settings, read from the environment on first use."""
+    return Settings.from_environ(os.environ)
+
+
+def reload() -> Settings:
+    """Read the environment again (after a test changed it)."""
+    settings.cache_clear()
+    return settings()
