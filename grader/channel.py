@@ -17,8 +17,9 @@ from pathlib import Path
 from typing import IO, Annotated, Any, Literal, TypeVar
 
 import numpy as np
-from pydantic import Field, StrictBool, StrictFloat, StrictInt, StrictStr, ValidationError
+from pydantic import Field, StrictBool, StrictFloat, StrictInt, StrictStr, ValidationError, field_validator
 
+from .harness.records import SCHEMA
 from .models import Record, map_strings, shown
 
 MAX_JSON_BYTES = 256 * 1024
@@ -52,12 +53,27 @@ class ChunkError(Record):
     error: ErrorInfo
 
 
-class ImportRecord(Record):
+class _Versioned(Record):
+    """A record the harness wrote (grader/harness/records.py): refused unless of this schema."""
+
+    model_config = Record.model_config | {"populate_by_name": True}
+
+    schema_version: int = Field(alias="schema")
+
+    @field_validator("schema_version")
+    @classmethod
+    def _same_schema(cls, value: int) -> int:
+        if value != SCHEMA:
+            raise ValueError(f"result schema {value}, expected {SCHEMA}")
+        return value
+
+
+class ImportRecord(_Versioned):
     chunk_errors: tuple[ChunkError, ...] = Field(max_length=10_000)
     defined: tuple[Annotated[str, Field(max_length=200)], ...] = Field(max_length=100_000)
 
 
-class ProbeRecord(Record):
+class ProbeRecord(_Versioned):
     check: str
     status: Literal["ok", "error", "oom"]
     facts: dict[str, Fact] = Field(default_factory=dict, max_length=256)
@@ -66,7 +82,7 @@ class ProbeRecord(Record):
     duration_ms: float = 0.0
 
 
-class StatusRecord(Record):
+class StatusRecord(_Versioned):
     check: str
     status: Literal["timeout", "crashed", "oom"]
     signal: int | None = None

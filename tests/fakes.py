@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from grader.harness import run as harness
+from grader.harness.records import IMPORT, stamped
 from grader.models import BackendInfo, Chunk
 from grader.paths import runtime_dir
 from grader.plan import Job
@@ -33,8 +34,8 @@ class InProcessSandbox:
         data = json.loads(job.model_dump_json())
         probes = harness._prepare(data)
         namespace, errors = harness.import_student([c.model_dump() for c in chunks])
-        (out / "import.json").write_text(json.dumps(
-            {"chunk_errors": errors, "defined": sorted(k for k in namespace if not k.startswith("__"))}))
+        (out / IMPORT).write_text(json.dumps(stamped(
+            {"chunk_errors": errors, "defined": sorted(k for k in namespace if not k.startswith("__"))})))
         for check in data["checks"]:
             record, arrays = harness.execute_probe(check, probes[check["probe"]], namespace)
             harness.write_result(os.fspath(out), check["id"], record, arrays)

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from grader.channel import read_check, read_import, read_npy
+from grader.harness.records import SCHEMA, stamped
 
 
 def save(path: Path, value: object, **kw: object) -> Path:
@@ -65,7 +66,7 @@ def test_forged_or_malformed_records_count_as_missing(tmp_path: Path) -> None:
 
 
 def test_only_arrays_the_reference_produced_are_read(tmp_path: Path) -> None:
-    (tmp_path / "c.json").write_text(json.dumps({"check": "c", "status": "ok", "arrays": ["a", "extra"]}))
+    (tmp_path / "c.json").write_text(json.dumps(stamped({"check": "c", "status": "ok", "arrays": ["a", "extra"]})))
     save(tmp_path / "c" / "a.npy", np.ones(2))
     save(tmp_path / "c" / "extra.npy", np.ones(2))
     out = read_check(tmp_path, "c", {"a": (2,)})
@@ -73,7 +74,7 @@ def test_only_arrays_the_reference_produced_are_read(tmp_path: Path) -> None:
 
 
 def test_facts_must_be_plain_json_scalars(tmp_path: Path) -> None:
-    (tmp_path / "c.json").write_text(json.dumps({"check": "c", "status": "ok", "facts": {"x": {"nested": 1}}}))
+    (tmp_path / "c.json").write_text(json.dumps(stamped({"check": "c", "status": "ok", "facts": {"x": {"nested": 1}}})))
     assert read_check(tmp_path, "c", {}).outcome == "missing"
 
 
@@ -125,7 +126,7 @@ def test_npy_versions_2_and_3_are_read(tmp_path: Path) -> None:
 
 
 def test_a_crafted_array_costs_only_its_check(tmp_path: Path) -> None:
-    (tmp_path / "c.json").write_text(json.dumps({"check": "c", "status": "ok", "arrays": ["a", "b"]}))
+    (tmp_path / "c.json").write_text(json.dumps(stamped({"check": "c", "status": "ok", "arrays": ["a", "b"]})))
     (tmp_path / "c").mkdir()
     npy(tmp_path / "c" / "a.npy", "{'descr': (), 'fortran_order': False, 'shape': (2,), }")
     save(tmp_path / "c" / "b.npy", np.ones(2))
@@ -135,12 +136,22 @@ def test_a_crafted_array_costs_only_its_check(tmp_path: Path) -> None:
 
 def test_strings_from_the_sandbox_are_made_safe_to_store_and_print(tmp_path: Path) -> None:
     message = "boom \ud800 \x1b]0;pwned\x07 \udcff\nsecond line" + "." * 900
-    (tmp_path / "c.json").write_text(json.dumps({
-        "check": "c", "status": "error", "error": {"type": "ValueError", "message": message}}))
+    (tmp_path / "c.json").write_text(json.dumps(stamped({
+        "check": "c", "status": "error", "error": {"type": "ValueError", "message": message}})))
     out = read_check(tmp_path, "c", {})
     assert out.outcome == "error" and out.error is not None
     # escaped, and cut back to the length it had: within the schema's 1000-character cap
     assert out.error.message == ("boom \\ud800 \\x1b]0;pwned\\x07 \\xff\nsecond line" + "." * 900)[: len(message)]
     out.model_dump_json()  # would raise on a lone surrogate
-    (tmp_path / "d.json").write_text(json.dumps({"check": "d", "status": "ok", "facts": {"k\ud800": "v\x1b[2J"}}))
+    (tmp_path / "d.json").write_text(json.dumps(stamped({"check": "d", "status": "ok", "facts": {"k\ud800": "v\x1b[2J"}})))
     assert read_check(tmp_path, "d", {}).facts == {"k\\ud800": "v\\x1b[2J"}
+
+
+def test_a_record_of_another_schema_is_refused(tmp_path: Path) -> None:
+    record = {"check": "c", "status": "ok", "facts": {"x": 1}}
+    (tmp_path / "c.json").write_text(json.dumps({**record, "schema": SCHEMA + 1}))
+    assert read_check(tmp_path, "c", None).outcome == "missing"
+    (tmp_path / "c.json").write_text(json.dumps(record))  # no schema at all
+    assert read_check(tmp_path, "c", None).outcome == "missing"
+    (tmp_path / "c.json").write_text(json.dumps(stamped(record)))
+    assert read_check(tmp_path, "c", None).facts == {"x": 1}

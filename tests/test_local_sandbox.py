@@ -15,6 +15,7 @@ from grader.errors import SandboxUnavailable
 from grader.sandbox import cgroup
 from grader.sandbox.local import LocalSandbox, isolation_mode, required_layers, source_checkout
 from grader.sandbox.stream import OutputStream
+from grader.settings import reload as reload_settings
 
 from .conftest import SUBMISSIONS, write_notebook
 
@@ -77,6 +78,7 @@ def fallback(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     if not ROOT:
         pytest.skip("the fallback mode is for a root grader without namespaces")
     monkeypatch.setenv("GRADER_LOCAL_MODE", "fallback")
+    reload_settings()
     yield
 
 
@@ -111,12 +113,14 @@ def test_official_grading_on_this_machine_verifies_every_layer_or_refuses() -> N
 
 def test_official_grading_refuses_without_namespaces_or_root(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GRADER_LOCAL_MODE", "none")
+    reload_settings()
     with pytest.raises(SandboxUnavailable, match="--backend docker"):
         LocalSandbox(official=True).verify()
 
 
 def test_practice_without_namespaces_still_grades_and_says_what_is_missing(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GRADER_LOCAL_MODE", "none")
+    reload_settings()
     with Grader(backend="local") as g:
         report = g.grade(CORRECT)
     assert report.backend.label == "practice"

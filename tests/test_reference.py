@@ -15,6 +15,7 @@ from grader.paths import expected_cache_dir
 from grader.plan import Job, plan
 from grader.reference import ReferenceOracle
 from grader.rubric import Rubric, load_rubric
+from grader.settings import reload as reload_settings
 
 REFERENCE = modules.get("embeddings").reference_path
 BROKEN_FORWARD = '''
@@ -36,6 +37,7 @@ def rubric() -> Rubric:
 @pytest.fixture(autouse=True)
 def own_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GRADER_CACHE", str(tmp_path / "cache"))
+    reload_settings()
 
 
 @pytest.fixture()

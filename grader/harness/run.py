@@ -18,6 +18,7 @@ import types
 from typing import Any
 
 from .npyio import write_arrays
+from .records import stamped
 
 # Bound before any student code runs, so that rebinding os.* later cannot reach the harness.
 _fork, _exit, _waitpid, _kill, _killpg = os.fork, os._exit, os.waitpid, os.kill, os.killpg
@@ -229,5 +230,5 @@ def _read_json(path: str) -> Any:
 def _write_json(path: str, data: dict[str, Any]) -> None:
     tmp = path + ".tmp"
     with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(data, f, default=str)
+        json.dump(stamped(data), f, default=str)
     _replace(tmp, path)
