@@ -10,20 +10,23 @@ chooses them.
 from __future__ import annotations
 
 import ast
+import io
 import json
 import math
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, Annotated, Any, Literal, TypeVar
 
 import numpy as np
 from pydantic import Field, StrictBool, StrictFloat, StrictInt, StrictStr, ValidationError, field_validator
 
-from .harness.records import SCHEMA
+from .harness.records import IMPORT, SCHEMA, check_file, status_file
 from .models import Record, map_strings, shown
 
 MAX_JSON_BYTES = 256 * 1024
 MAX_ARRAY_BYTES = 32 * 1024 * 1024
+MAX_FILES = 4096
 _R = TypeVar("_R", bound=Record)
 _NAME = re.compile(r"^[A-Za-z0-9_]{1,64}$")
 _NPY_MAGIC = b"\x93NUMPY"
@@ -110,14 +113,39 @@ class CheckOutput(Record):
     exit_code: int | None = None  # for a crash: its exit status
 
 
-def read_import(out_dir: Path) -> ImportRecord | None:
-    return _read_json(out_dir / "import.json", ImportRecord)
+Outputs = Mapping[str, bytes]  # what a sandbox run returned: ``out/``'s files by relative name
 
 
-def read_check(out_dir: Path, check_id: str, expected_shapes: dict[str, tuple[int, ...]] | None) -> CheckOutput:
+def outputs_from_dir(out_dir: Path) -> dict[str, bytes]:
+    """The regular files of an ``out/`` folder (``name`` and ``check/name``; never a link), each read
+    through the size cap; for runs written to disk (the reference's cache, tests)."""
+    files: dict[str, bytes] = {}
+    if out_dir.is_symlink() or not out_dir.is_dir():
+        return files
+    for entry in sorted(out_dir.iterdir())[:MAX_FILES]:
+        for path in ([entry] if not entry.is_dir() or entry.is_symlink() else sorted(entry.iterdir())[:MAX_FILES]):
+            try:
+                if not path.is_symlink() and path.is_file() and path.stat().st_size <= MAX_ARRAY_BYTES + 4096:
+                    files[path.relative_to(out_dir).as_posix()] = path.read_bytes()
+            except OSError:
+                continue
+    return files
+
+
+def _files(outputs: Outputs | Path) -> Outputs:
+    return outputs_from_dir(outputs) if isinstance(outputs, Path) else outputs
+
+
+def read_import(outputs: Outputs | Path) -> ImportRecord | None:
+    return _read_json(_files(outputs).get(IMPORT), ImportRecord)
+
+
+def read_check(outputs: Outputs | Path, check_id: str,
+               expected_shapes: dict[str, tuple[int, ...]] | None) -> CheckOutput:
     """Validated outputs of one check. ``expected_shapes=None`` reads a trusted reference run."""
-    record = _read_json(out_dir / f"{check_id}.json", ProbeRecord)
-    status = _read_json(out_dir / f"{check_id}.status.json", StatusRecord)
+    files = _files(outputs)
+    record = _read_json(files.get(check_file(check_id)), ProbeRecord)
+    status = _read_json(files.get(status_file(check_id)), StatusRecord)
     if status is not None and (record is None or status.status == "timeout"):
         return CheckOutput(outcome=status.status, duration_ms=status.duration_ms, note=status.reason or "",
                            signal=status.signal, exit_code=status.exit_code)
@@ -132,21 +160,23 @@ def read_check(out_dir: Path, check_id: str, expected_shapes: dict[str, tuple[in
         if name not in record.arrays or not _NAME.match(name):
             continue
         try:
-            arrays[name] = read_npy(out_dir / check_id / f"{name}.npy", shape)
+            arrays[name] = read_npy(files.get(f"{check_id}/{name}.npy"), shape)
         except ValueError as e:
             rejected[name] = str(e)
     return CheckOutput(outcome="ok", facts=record.facts, arrays=arrays, rejected=rejected,
                        duration_ms=record.duration_ms)
 
 
-def read_npy(path: Path, shape: tuple[int, ...] | None) -> np.ndarray:
-    """A float64 ndarray from a ``.npy`` file, refusing anything but plain finite numbers."""
-    if path.is_symlink() or not path.is_file():
+def read_npy(source: bytes | Path | None, shape: tuple[int, ...] | None) -> np.ndarray:
+    """A float64 ndarray from a ``.npy`` file's bytes, refusing anything but plain finite numbers."""
+    if isinstance(source, Path):
+        source = None if source.is_symlink() or not source.is_file() else source.read_bytes()
+    if source is None:
         raise ValueError("no array file was written")
-    size = path.stat().st_size
+    size = len(source)
     if size > MAX_ARRAY_BYTES:
         raise ValueError(f"array file is too large ({size} bytes)")
-    with path.open("rb") as f:
+    with io.BytesIO(source) as f:
         got_shape, fortran, dtype = _npy_header(f)
         if shape is not None and got_shape != tuple(shape):
             raise ValueError(f"shape {got_shape} differs from the expected {tuple(shape)}")
@@ -191,12 +221,12 @@ def _npy_header(f: IO[bytes]) -> tuple[tuple[int, ...], bool, np.dtype[Any]]:
     return shape, fortran, np.dtype(descr)
 
 
-def _read_json(path: Path, model: type[_R]) -> _R | None:
+def _read_json(data: bytes | None, model: type[_R]) -> _R | None:
     try:
-        if path.is_symlink() or not path.is_file() or path.stat().st_size > MAX_JSON_BYTES:
+        if data is None or len(data) > MAX_JSON_BYTES:
             return None
-        return model.model_validate(map_strings(json.loads(path.read_bytes()), _shown))
-    except (OSError, ValueError, RecursionError, ValidationError):
+        return model.model_validate(map_strings(json.loads(data), _shown))
+    except (ValueError, RecursionError, ValidationError):
         return None
 
 

@@ -129,7 +129,7 @@ class Grader:
             if failure:
                 raise failure[0]
             expected = ref["expected"]
-            imported = read_import(run.out_dir)
+            imported = read_import(run.outputs)
             results = {}
             for spec, planned in zip(checks, job.checks, strict=True):
                 inputs = planned.decoded()
@@ -139,7 +139,7 @@ class Grader:
                     results[spec.id] = judge(spec, called, inputs, failed_def, expected[spec.id], self.rules)
                     continue
                 shapes = {k: v.shape for k, v in expected[spec.id].arrays.items()}
-                got = outcomes.explain_name_error(read_check(run.out_dir, spec.id, shapes), imported)
+                got = outcomes.explain_name_error(read_check(run.outputs, spec.id, shapes), imported)
                 if got.outcome == "missing" and run.killed:
                     got = CheckOutput(outcome="timeout", note=run.killed)
                 results[spec.id] = judge(spec, called, inputs, got, expected[spec.id], self.rules)

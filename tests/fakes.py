@@ -11,6 +11,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from grader.channel import outputs_from_dir
 from grader.harness import run as harness
 from grader.harness.records import IMPORT, stamped
 from grader.models import BackendInfo, Chunk
@@ -39,4 +40,4 @@ class InProcessSandbox:
         for check in data["checks"]:
             record, arrays = harness.execute_probe(check, probes[check["probe"]], namespace)
             harness.write_result(os.fspath(out), check["id"], record, arrays)
-        return RunResult(out, "", None, time.monotonic() - started)
+        return RunResult(outputs_from_dir(out), "", None, time.monotonic() - started)

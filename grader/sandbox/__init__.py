@@ -1,12 +1,13 @@
 """Sandbox stage: run the harness on a Job and a StudentModule, somewhere isolated.
 
-Every backend implements the ``Sandbox`` protocol. The caller owns ``workdir``; after ``run``
-returns, ``workdir/out`` holds whatever the harness wrote, to be read by ``grader.channel``.
+Every backend implements the ``Sandbox`` protocol. The caller owns ``workdir`` (the job's files go
+there); ``run`` returns the files the harness wrote, as read back through the sandbox's capped
+result stream, for ``grader.channel`` to validate. Nothing else is read from the sandbox.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
@@ -18,9 +19,9 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class RunResult:
-    """What the host observed: where outputs are, the capped log, and why it killed the run."""
+    """What the host observed: the outputs read back, the capped log, and why it killed the run."""
 
-    out_dir: Path
+    outputs: Mapping[str, bytes]  # out/'s files by relative name (``import.json``, ``<check>/<name>.npy``)
     log: str
     killed: str | None
     elapsed_s: float

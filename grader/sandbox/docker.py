@@ -58,7 +58,7 @@ from ..plan import Job
 from . import RunResult
 from .local import scrubbed_env
 from .process import OUTPUT_CAP, deadlines, write_job
-from .stream import OutputStream, write_outputs
+from .stream import OutputStream
 
 LABEL = "tinytorch-grader"
 RUN_LABEL = "grader.run"
@@ -406,9 +406,10 @@ class DockerSandbox:
             if reader is not None:
                 reader.join(timeout=2)
         stream = reader.stream
+        outputs: dict[str, bytes] = {}
         with reader.cond:
             if stream.ended and not stream.broken:
-                notes += write_outputs(stream.files, workdir / "out")
+                outputs = dict(stream.files)
             elif stream.broken:
                 notes.append(f"[sandbox] output stream rejected: {stream.broken}")
             else:
@@ -416,7 +417,7 @@ class DockerSandbox:
             log = reader.text()
         if notes:
             log = (log + "\n" if log else "") + "\n".join(notes)
-        return RunResult(workdir / "out", log, killed, time.monotonic() - started)
+        return RunResult(outputs, log, killed, time.monotonic() - started)
 
 
 def _close(raw: socket.socket, wrapper: Any) -> None:

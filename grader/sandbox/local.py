@@ -38,7 +38,7 @@ from . import RunResult
 from .bundle import ensure_bundle
 from .cgroup import CgroupLimits, JobCgroups
 from .process import CappedReader, deadlines, write_job
-from .stream import OutputStream, write_outputs
+from .stream import OutputStream
 
 if TYPE_CHECKING:
     from ..models import BackendInfo, Chunk
@@ -232,13 +232,10 @@ class LocalSandbox:
             if not log.is_alive():  # a writer that somehow survived must not block us here
                 log.stream.close()
         layers = self._layers(stream, joined)
-        notes = []
-        if stream.ended and not stream.broken:
-            notes = write_outputs(stream.files, workdir / "out")
-        elif stream.broken:
-            notes = [f"[sandbox] output stream rejected: {stream.broken}"]
-        text = (log.text() if log else "") + "".join(f"\n{n}" for n in notes)
-        return RunResult(workdir / "out", text, killed, time.monotonic() - started, isolation=layers)
+        complete = stream.ended and not stream.broken  # a broken or cut stream gives no outputs at all
+        note = f"\n[sandbox] output stream rejected: {stream.broken}" if stream.broken else ""
+        return RunResult(dict(stream.files) if complete else {}, (log.text() if log else "") + note, killed,
+                         time.monotonic() - started, isolation=layers)
 
     def _layers(self, stream: OutputStream, joined: Sequence[str]) -> tuple[str, ...]:
         """What was verified for this run; official grading refuses when something is missing."""

@@ -8,10 +8,8 @@ whitelisted, and anything malformed marks the stream broken (its files are then 
 from __future__ import annotations
 
 import json
-import os
 import re
 import struct
-from pathlib import Path
 from typing import Any
 
 MAX_OUTPUT_FILE = 32 * 1024 * 1024
@@ -128,27 +126,3 @@ def valid_output_name(name: str) -> bool:
     """``<file>`` or ``<check>/<file>``: whitelisted characters, no leading dot, nothing else."""
     parts = name.split("/")
     return 1 <= len(parts) <= 2 and all(_COMPONENT.match(p) for p in parts)
-
-
-def write_outputs(files: dict[str, bytes], out_dir: Path) -> list[str]:
-    """Write validated outputs under ``out_dir`` without following or replacing anything."""
-    problems = []
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
-    for name, data in sorted(files.items()):
-        if not valid_output_name(name):
-            problems.append(f"refused output name {name[:80]!r}")
-            continue
-        parts = name.split("/")
-        parent = out_dir
-        try:
-            if len(parts) == 2:
-                parent = out_dir / parts[0]
-                if parent.is_symlink() or (parent.exists() and not parent.is_dir()):
-                    raise FileExistsError(parts[0])
-                parent.mkdir(mode=0o700, exist_ok=True)
-            fd = os.open(parent / parts[-1], flags, 0o600)
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-        except OSError as e:
-            problems.append(f"could not store output {name[:80]!r}: {type(e).__name__}")
-    return problems

@@ -296,15 +296,12 @@ def _named(comm: str) -> list[int]:
 
 @pytest.mark.parametrize("mode", _modes(MODES))
 def test_no_process_outlives_the_job(mode: Mode, where: Path, token: str) -> None:
-    """A setsid'ed grandchild that keeps rewriting results is dead before the host writes them:
-    the files the host wrote never change afterwards, and nothing of the job is left running."""
+    """A setsid'ed grandchild that keeps rewriting results is dead before the outputs are sent (the
+    host keeps them in memory: nothing on disk to rewrite), and nothing of the job is left running."""
     outcome = _run(mode, where, [LINGER.replace("TOKEN", token)])
     job = outcome.jobs[0]
     assert "import.json" in job["out"], job["log"][-2000:]
     time.sleep(1.0)
-    now = {str(p.relative_to(job["out_dir"])): p.read_text("utf-8", "replace")
-           for p in Path(job["out_dir"]).rglob("*") if p.is_file()}
-    assert now == job["out"], "the job's outputs changed after the host wrote them"
     assert _named(f"ttd-{token}") == [], "a process of the job is still running"
     assert not Path(f"/tmp/tt_pwned_{token}_linger").exists()
 

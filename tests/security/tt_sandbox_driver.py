@@ -52,10 +52,9 @@ def main() -> None:
             except SandboxUnavailable as e:
                 result["jobs"].append({"refused": str(e)})
                 continue
-            out = {str(p.relative_to(run.out_dir)): p.read_bytes().decode("utf-8", "replace")
-                   for p in sorted(run.out_dir.rglob("*")) if p.is_file()}
+            out = {name: data.decode("utf-8", "replace") for name, data in sorted(run.outputs.items())}
             result["jobs"].append({"log": run.log, "isolation": list(run.isolation or ()), "killed": run.killed,
-                                   "seconds": time.monotonic() - started, "out": out, "out_dir": str(run.out_dir)})
+                                   "seconds": time.monotonic() - started, "out": out})
     finally:
         sandbox.close()
     result["cgroups_left"] = [str(p) for p in made if p.exists()]
