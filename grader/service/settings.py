@@ -7,6 +7,7 @@ import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..errors import GraderError
 from ..load import LoadLimits
 from .database import sqlite_url
 
@@ -46,7 +47,19 @@ class Settings:
 
     @classmethod
     def from_env(cls, **given: object) -> Settings:
-        """Options given on the command line win; then GRADER_DATA, GRADER_DATABASE_URL, GRADER_BROKER_URL."""
-        env = {"database": os.environ.get("GRADER_DATABASE_URL", ""), "broker": os.environ.get("GRADER_BROKER_URL", "")}
+        """Options given on the command line win; then GRADER_DATABASE_URL, GRADER_BROKER_URL and
+        GRADER_<TIMEOUT> for each timeout field (``GRADER_PENDING_TIMEOUT_S=120``)."""
+        env: dict[str, object] = {"database": os.environ.get("GRADER_DATABASE_URL", ""),
+                                  "broker": os.environ.get("GRADER_BROKER_URL", "")}
+        for name in TUNABLE:
+            raw = os.environ.get(f"GRADER_{name.upper()}", "")
+            if raw:
+                try:
+                    env[name] = float(raw)
+                except ValueError:
+                    raise GraderError(f"GRADER_{name.upper()}={raw!r} is not a number of seconds") from None
         values = {k: v for k, v in env.items() if v} | {k: v for k, v in given.items() if v is not None}
         return cls(**values)  # type: ignore[arg-type]
+
+
+TUNABLE = ("pending_timeout_s", "sweep_interval_s", "visibility_timeout_s", "long_poll_max_s", "poll_interval_s")
