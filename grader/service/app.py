@@ -45,7 +45,15 @@ def current_principal(request: Request) -> Principal:
     return db.run(lambda s: authenticate(s, token))
 
 
+def current_staff(request: Request) -> Principal:
+    """Staff only: checked before the request body is even read."""
+    principal = current_principal(request)
+    require_staff(principal)
+    return principal
+
+
 Who = Annotated[Principal, Depends(current_principal)]
+StaffOnly = Annotated[Principal, Depends(current_staff)]
 
 
 class Waiters:
@@ -153,19 +161,15 @@ def create_app(settings: Settings, *, dispatcher: Dispatcher | None = None,
     # ---- courses, assignments, roster ----------------------------------------------------------
 
     @app.post("/api/courses", status_code=201, tags=["courses"])
-    def create_course(body: CourseIn, principal: Who) -> dict[str, Any]:
-        require_staff(principal)
+    def create_course(body: CourseIn, principal: StaffOnly) -> dict[str, Any]:
         return course_view(run(lambda s: ops.create_course(s, body, principal.name)))
 
     @app.get("/api/courses", tags=["courses"])
-    def list_courses(principal: Who) -> list[dict[str, Any]]:
-        require_staff(principal)
+    def list_courses(principal: StaffOnly) -> list[dict[str, Any]]:
         return run(lambda s: [course_view(c) for c in s.scalars(select(Course).order_by(Course.slug))])
 
     @app.post("/api/courses/{course}/assignments", status_code=201, tags=["courses"])
-    def create_assignment(course: Slug, body: AssignmentIn, principal: Who) -> dict[str, Any]:
-        require_staff(principal)
-
+    def create_assignment(course: Slug, body: AssignmentIn, principal: StaffOnly) -> dict[str, Any]:
         def work(s: Session) -> dict[str, Any]:
             c = ops.course_by_slug(s, course)
             return assignment_view(c, ops.create_assignment(s, c, body, principal.name))
@@ -192,9 +196,7 @@ def create_app(settings: Settings, *, dispatcher: Dispatcher | None = None,
         return run(work)
 
     @app.patch("/api/courses/{course}/assignments/{assignment}", tags=["courses"])
-    def update_assignment(course: Slug, assignment: Slug, body: AssignmentPatch, principal: Who) -> dict[str, Any]:
-        require_staff(principal)
-
+    def update_assignment(course: Slug, assignment: Slug, body: AssignmentPatch, principal: StaffOnly) -> dict[str, Any]:
         def work(s: Session) -> dict[str, Any]:
             c = ops.course_by_slug(s, course)
             return assignment_view(c, ops.update_assignment(s, ops.assignment_by_slug(s, c, assignment), body,
@@ -203,11 +205,10 @@ def create_app(settings: Settings, *, dispatcher: Dispatcher | None = None,
         return run(work)
 
     @app.post("/api/courses/{course}/roster", tags=["courses"])
-    async def import_roster(course: Slug, principal: Who, roster: Annotated[UploadFile, File()],
+    async def import_roster(course: Slug, principal: StaffOnly, roster: Annotated[UploadFile, File()],
                             rotate: bool = False) -> dict[str, Any]:
         """Add the students of a roster CSV (the same columns as ``grader batch --roster``). New
         students get a credential, returned here once; ``rotate=true`` issues new ones to all."""
-        require_staff(principal)
         raw = await roster.read(20 * 2**20 + 1)
         try:
             parsed = parse_roster(raw.decode("utf-8-sig"), source=roster.filename or "roster")
@@ -222,9 +223,7 @@ def create_app(settings: Settings, *, dispatcher: Dispatcher | None = None,
         return await run_in_threadpool(run, work)
 
     @app.get("/api/courses/{course}/students", tags=["courses"])
-    def list_students(course: Slug, principal: Who) -> list[dict[str, str]]:
-        require_staff(principal)
-
+    def list_students(course: Slug, principal: StaffOnly) -> list[dict[str, str]]:
         def work(s: Session) -> list[dict[str, str]]:
             c = ops.course_by_slug(s, course)
             return [{"student_id": st.student_id, "name": st.name, "email": st.email}
@@ -335,18 +334,15 @@ def create_app(settings: Settings, *, dispatcher: Dispatcher | None = None,
     # ---- staff actions -----------------------------------------------------------------------------
 
     @app.post("/api/submissions/{submission_id}/regrade", status_code=202, tags=["staff"])
-    def regrade(submission_id: SubmissionId, principal: Who) -> dict[str, Any]:
-        require_staff(principal)
+    def regrade(submission_id: SubmissionId, principal: StaffOnly) -> dict[str, Any]:
         view = run(lambda s: status_view(ops.regrade(s, own_submission(s, principal, submission_id), principal.name)))
         dispatch(view["id"], view["generation"])
         return view
 
     @app.post("/api/courses/{course}/assignments/{assignment}/regrade", status_code=202, tags=["staff"])
-    def regrade_all(course: Slug, assignment: Slug, principal: Who) -> dict[str, Any]:
+    def regrade_all(course: Slug, assignment: Slug, principal: StaffOnly) -> dict[str, Any]:
         """Regrade each student's latest upload (after a rubric change); earlier results stay in
         the history."""
-        require_staff(principal)
-
         def work(s: Session) -> list[tuple[str, int]]:
             a = ops.assignment_by_slug(s, ops.course_by_slug(s, course), assignment)
             return [(sub.id, ops.regrade(s, sub, principal.name).generation) for sub, _ in ops.latest_submissions(s, a)]
@@ -357,9 +353,7 @@ def create_app(settings: Settings, *, dispatcher: Dispatcher | None = None,
         return {"regrading": len(jobs)}
 
     @app.post("/api/submissions/{submission_id}/override", status_code=201, tags=["staff"])
-    def override(submission_id: SubmissionId, body: OverrideIn, principal: Who) -> dict[str, Any]:
-        require_staff(principal)
-
+    def override(submission_id: SubmissionId, body: OverrideIn, principal: StaffOnly) -> dict[str, Any]:
         def work(s: Session) -> dict[str, Any]:
             sub = own_submission(s, principal, submission_id)
             ops.add_override(s, sub, body.score, body.reason, principal.name)
@@ -369,12 +363,10 @@ def create_app(settings: Settings, *, dispatcher: Dispatcher | None = None,
         return run(work)
 
     @app.get("/api/courses/{course}/assignments/{assignment}/export/{fmt}", tags=["staff"])
-    def export_gradebook(course: Slug, assignment: Slug, fmt: Slug, principal: Who, assignment_name: str = "",
+    def export_gradebook(course: Slug, assignment: Slug, fmt: Slug, principal: StaffOnly, assignment_name: str = "",
                          canvas_assignment_id: str = "") -> Response:
         """A gradebook in any ``grader export`` format (gradescope: a zip of results.json files).
         Problems are listed in the ``X-Grader-Problems`` header (JSON)."""
-        require_staff(principal)
-
         def work(s: Session) -> tuple[str, bytes, str, list[str]]:
             a = ops.assignment_by_slug(s, ops.course_by_slug(s, course), assignment)
             return export(s, a, fmt, assignment_name=assignment_name, canvas_assignment_id=canvas_assignment_id)
@@ -385,13 +377,11 @@ def create_app(settings: Settings, *, dispatcher: Dispatcher | None = None,
             "X-Grader-Problems": json.dumps(problems, ensure_ascii=True)[:8000]})
 
     @app.get("/api/courses/{course}/assignments/{assignment}/stats", tags=["staff"])
-    def stats(course: Slug, assignment: Slug, principal: Who) -> dict[str, Any]:
-        require_staff(principal)
+    def stats(course: Slug, assignment: Slug, principal: StaffOnly) -> dict[str, Any]:
         return run(lambda s: check_stats(s, ops.assignment_by_slug(s, ops.course_by_slug(s, course), assignment)))
 
     @app.get("/api/audit", tags=["staff"])
-    def audit_log(principal: Who, limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> list[dict[str, Any]]:
-        require_staff(principal)
+    def audit_log(principal: StaffOnly, limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> list[dict[str, Any]]:
         return run(lambda s: [{"at": a.at.isoformat(), "actor": a.actor, "action": a.action, "target": a.target,
                                "detail": a.detail}
                               for a in s.scalars(select(Audit).order_by(Audit.id.desc()).limit(limit))])
