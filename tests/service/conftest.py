@@ -14,14 +14,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fastapi.testclient import TestClient
 
-pytest.importorskip("fastapi", reason="the service extra is not installed: pip install '.[service]'")
-
-from fastapi.testclient import TestClient  # noqa: E402
-
-from grader.service.app import create_app  # noqa: E402
-from grader.service.settings import Settings  # noqa: E402
-from tests.service.servers import PostgresServer, RedisServer, postgres_bindir, redis_binary, stop_pid  # noqa: E402
+from grader.service.app import create_app
+from grader.service.settings import Settings
+from tests.service.servers import PostgresServer, RedisServer, postgres_bindir, redis_binary, stop_pid
 
 ROOT = Path(__file__).resolve().parents[2]
 SUBMISSIONS = ROOT / "submissions"
