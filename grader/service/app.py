@@ -27,6 +27,7 @@ from .database import Database, StoreUnavailable
 from .dispatch import CeleryDispatcher, Dispatcher, LocalPool
 from .exports import check_stats, export
 from .metrics import registry
+from .notify import Subscriber
 from .schemas import SLUG, SUBMISSION_ID, AssignmentIn, AssignmentPatch, CourseIn, OverrideIn
 from .settings import Settings
 from .sweeper import Sweeper, sweep
@@ -112,14 +113,18 @@ def create_app(settings: Settings, *, dispatcher: Dispatcher | None = None,
                                 else CeleryDispatcher(settings))
         app.state.dispatcher = chosen
         sweeper = Sweeper(db, chosen, settings.sweep_interval_s, settings.pending_timeout_s)
-        if settings.embedded:  # what was queued or in progress when the last run stopped
+        subscriber = None if settings.embedded else Subscriber(settings.broker, waiters.notify)
+        if subscriber is None:  # embedded: what was queued or in progress when the last run stopped
             await run_in_threadpool(sweep, db, chosen, 0.0)
         else:
             sweeper.start()
+            subscriber.start()
         try:
             yield
         finally:
             sweeper.stop()
+            if subscriber is not None:
+                subscriber.stop()
             await run_in_threadpool(chosen.close)  # the embedded pool finishes its work first
             db.dispose()
 
@@ -292,8 +297,7 @@ def create_app(settings: Settings, *, dispatcher: Dispatcher | None = None,
                 if view["final"] or (last is not None and view["status"] != last) or left <= 0:
                     return view
                 try:
-                    await asyncio.wait_for(event.wait(), min(left, settings.poll_interval_s if not settings.embedded
-                                                             else 1.0))
+                    await asyncio.wait_for(event.wait(), min(left, settings.poll_interval_s))
                 except TimeoutError:
                     pass
             finally:

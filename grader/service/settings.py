@@ -35,7 +35,7 @@ class Settings:
     sweep_interval_s: float = 30.0
     visibility_timeout_s: float = 600.0  # Redis gives an unacknowledged job to another worker after this
     long_poll_max_s: float = 60.0
-    poll_interval_s: float = 0.2
+    poll_interval_s: float = 1.0  # long polls re-read the store this often; finished gradings wake them at once
 
     @property
     def embedded(self) -> bool:

@@ -20,6 +20,7 @@ from celery.signals import worker_process_init, worker_shutdown
 from .database import Database, StoreUnavailable
 from .dispatch import TASK_NAME
 from .jobs import beat, run_job
+from .notify import publish_done
 from .settings import Settings
 
 log = logging.getLogger("grader.service")
@@ -64,7 +65,9 @@ def register_task(app: Celery) -> Any:
             return "malformed"
         db, s = _State.db, _State.settings
         assert db is not None and s is not None, "the task runs only in 'grader worker'"
-        return run_job(db, submission_id, generation, worker=s.hostname, backend=s.backend, official=s.official)
+        outcome = run_job(db, submission_id, generation, worker=s.hostname, backend=s.backend, official=s.official)
+        publish_done(s.broker, submission_id)
+        return outcome
 
     return grade
 

@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-import httpx
+import httpx2 as httpx
 import pytest
 
 from tests.service.conftest import ROOT, ROSTER, SUBMISSIONS
