@@ -9,7 +9,10 @@ cache dir: separate "hosts"). Then COUNT distinct submissions come from CLIENTS 
 students, each uploading, waiting on a long poll, then uploading its next file. For each worker
 count it prints: all graded, none lost or duplicated (checked in the database), throughput, and
 p50/p95/p99 from upload to result. Also measured: the API's own cost per submission (upload
-request time, and status request time, with no worker running). Then DOCKER_COUNT submissions
+request time, and status request time, with no worker running). With the most workers, a second
+phase paces the students (a random think time between uploads, so that arrivals come at 70% of
+the capacity just measured): back to back, 50 students keep the queue 50 deep whatever the
+speed, so its latency is queue length over throughput. Then DOCKER_COUNT submissions
 with the docker backend (skipped, with the reason, without an engine). Everything it started is
 stopped by pid at the end; every wait has a deadline.
 """
@@ -20,6 +23,7 @@ import argparse
 import asyncio
 import json
 import os
+import random
 import signal
 import statistics
 import subprocess
@@ -62,6 +66,7 @@ class Stack:
         self.pg = PostgresServer().start()
         self.api: subprocess.Popen[bytes] | None = None
         self.workers: list[subprocess.Popen[bytes]] = []
+        self.hosts = 0
         self.port = free_port()
         self.database = ""
         self.staff: dict[str, str] = {}
@@ -80,12 +85,13 @@ class Stack:
 
     def start_workers(self, count: int, backend: str) -> None:
         for n in range(count):
-            home = self.work / f"host{len(self.workers)}"
+            self.hosts += 1
+            home = self.work / f"host{self.hosts}"
             home.mkdir()
             with (home / "worker.log").open("wb") as out:
                 self.workers.append(subprocess.Popen(
                     [sys.executable, "-m", "grader.cli", "worker", "--broker", self.redis.url, "--database",
-                     self.database, "--hostname", f"bench@host{len(self.workers)}", "--concurrency=1",
+                     self.database, "--hostname", f"bench@host{self.hosts}", "--concurrency=1",
                      f"--backend={backend}"],
                     stdout=out, stderr=subprocess.STDOUT, cwd=ROOT,
                     env=os.environ | {"GRADER_CACHE": str(home / "cache"), "TMPDIR": str(home)}))
@@ -119,8 +125,11 @@ async def setup_course(http: httpx.AsyncClient, staff: dict[str, str], slug: str
 
 
 async def student(http: httpx.AsyncClient, base: str, auth: dict[str, str], files: list[int], deadline: float,
-                  latencies: list[float], uploads: list[float], ids: list[str]) -> None:
+                  latencies: list[float], uploads: list[float], ids: list[str], think: float) -> None:
+    pace = random.Random(files[0] if files else 0)
     for n in files:
+        if think:
+            await asyncio.sleep(pace.uniform(0, 2 * think))  # reading the last feedback, editing
         if time.monotonic() > deadline:
             return
         name, content = submission(n)
@@ -137,7 +146,8 @@ async def student(http: httpx.AsyncClient, base: str, auth: dict[str, str], file
                 break
 
 
-async def load(stack: Stack, slug: str, count: int, clients: int, deadline_s: float, offset: int) -> dict[str, Any]:
+async def load(stack: Stack, slug: str, count: int, clients: int, deadline_s: float, offset: int,
+               think: float = 0.0) -> dict[str, Any]:
     limits = httpx.Limits(max_connections=clients + 10, max_keepalive_connections=clients + 10)
     async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{stack.port}", timeout=180, limits=limits) as http:
         auths = await setup_course(http, stack.staff, slug, clients)
@@ -148,7 +158,7 @@ async def load(stack: Stack, slug: str, count: int, clients: int, deadline_s: fl
         deadline = time.monotonic() + deadline_s
         t0 = time.perf_counter()
         await asyncio.gather(*(student(http, base, auths[c], list(range(offset + c, offset + count, clients)), deadline,
-                                       latencies, uploads, ids) for c in range(clients)))
+                                       latencies, uploads, ids, think) for c in range(clients)))
         wall = time.perf_counter() - t0
     return {"wall": wall, "latencies": latencies, "uploads": uploads, "ids": ids}
 
@@ -208,6 +218,8 @@ def main() -> int:
     parser.add_argument("--docker-count", type=int, default=100)
     parser.add_argument("--deadline", type=float, default=900, help="seconds per phase at most")
     parser.add_argument("--overhead-samples", type=int, default=100)
+    parser.add_argument("--no-paced", dest="paced", action="store_false",
+                        help="skip the phase with think time between a student's uploads")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="svc-bench-", dir="/tmp"))
     stack = Stack(work)
@@ -216,13 +228,21 @@ def main() -> int:
         overhead = asyncio.run(api_overhead(stack, args.overhead_samples))
         print(f"API overhead, no worker running: upload p50 {1000 * overhead['upload_p50']:.1f} ms, "
               f"p95 {1000 * overhead['upload_p95']:.1f} ms; status p50 {1000 * overhead['status_p50']:.1f} ms")
-        offset = 0
+        offset, rate = 0, 0.0
         for n in args.workers:
             stack.start_workers(n, "local")
             result = asyncio.run(load(stack, f"local{n}", args.count, args.clients, args.deadline, offset))
-            report(f"local backend, {n} worker(s), {args.clients} clients", result, stack, args.count)
-            stack.stop_workers()
+            report(f"local backend, {n} worker(s), {args.clients} clients back to back", result, stack, args.count)
+            rate = len(result["latencies"]) / result["wall"]
             offset += args.count
+            if n == max(args.workers) and args.paced:
+                # students who read their feedback before the next upload: arrivals at 70% of capacity
+                think = args.clients / (0.7 * rate)
+                result = asyncio.run(load(stack, f"paced{n}", args.count, args.clients, args.deadline, offset, think))
+                report(f"local backend, {n} worker(s), {args.clients} clients, {think:.0f} s mean think time "
+                       f"(arrivals at 70% of that capacity)", result, stack, args.count)
+                offset += args.count
+            stack.stop_workers()
         problem = docker_problem() if args.docker_count else "not asked for"
         if problem is None:
             stack.start_workers(max(args.workers), "docker")

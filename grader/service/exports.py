@@ -13,6 +13,7 @@ import zipfile
 from collections import Counter
 from typing import Any, cast
 
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from ..batch.names import is_safe
@@ -47,7 +48,8 @@ def stored_results(session: Session, assignment: Assignment) -> tuple[list[Store
 
 
 def roster(session: Session, assignment: Assignment) -> Roster:
-    students = session.query(Student).filter(Student.course_id == assignment.course_id).order_by(Student.student_id)
+    students = session.scalars(select(Student).where(Student.course_id == assignment.course_id)
+                               .order_by(Student.student_id))
     entries = tuple(RosterEntry(**json.loads(s.roster_json)) if s.roster_json != "{}" else RosterEntry(s.student_id)
                     for s in students)
     return Roster(entries, source="the course roster")

@@ -21,7 +21,7 @@ from grader.models import BackendInfo, ExtractionSummary, GradeReport
 from grader.service import jobs, ops
 from grader.service.database import MIGRATIONS, Database, sqlite_url
 from grader.service.schemas import AssignmentIn, CourseIn
-from grader.service.tables import HEAD_REVISION, Base, Grading, Student, utcnow
+from grader.service.tables import HEAD_REVISION, Assignment, Base, Grading, Student, utcnow
 
 OLD_SCHEMA = """
 CREATE TABLE results (student_id TEXT PRIMARY KEY, cache_key TEXT NOT NULL, sha256 TEXT NOT NULL,
@@ -129,4 +129,40 @@ def test_two_workers_racing_store_one_result_on_sqlite(tmp_path: Path, monkeypat
 def test_two_workers_racing_store_one_result_on_postgresql(pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     db = Database(pg_url)
     assert _race(db, monkeypatch) == ["duplicate", "graded"]
+    db.dispose()
+
+
+def _same_upload_twice_at_once(db: Database) -> set[str]:
+    _submission(db)
+    barrier = threading.Barrier(2)
+    ids: list[str] = []
+
+    def upload() -> None:
+        def work(s: Any) -> str:
+            assignment = s.scalar(select(Assignment))
+            student = s.scalar(select(Student))
+            barrier.wait(10)
+            return ops.submit(s, assignment, student, "y.py", b"print(2)\n")[0].id
+
+        ids.append(db.run(work))
+
+    threads = [threading.Thread(target=upload) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert len(ids) == 2
+    return set(ids)
+
+
+def test_the_same_upload_twice_at_once_is_one_submission_on_sqlite(tmp_path: Path) -> None:
+    db = Database(sqlite_url(tmp_path / "s.sqlite"))
+    assert len(_same_upload_twice_at_once(db)) == 1
+    db.dispose()
+
+
+@pytest.mark.postgres
+def test_the_same_upload_twice_at_once_is_one_submission_on_postgresql(pg_url: str) -> None:
+    db = Database(pg_url)
+    assert len(_same_upload_twice_at_once(db)) == 1
     db.dispose()
