@@ -225,9 +225,6 @@ def main() -> int:
     stack = Stack(work)
     try:
         stack.start_api()
-        overhead = asyncio.run(api_overhead(stack, args.overhead_samples))
-        print(f"API overhead, no worker running: upload p50 {1000 * overhead['upload_p50']:.1f} ms, "
-              f"p95 {1000 * overhead['upload_p95']:.1f} ms; status p50 {1000 * overhead['status_p50']:.1f} ms")
         offset, rate = 0, 0.0
         for n in args.workers:
             stack.start_workers(n, "local")
@@ -249,8 +246,13 @@ def main() -> int:
             result = asyncio.run(load(stack, "docker", args.docker_count, min(args.clients, args.docker_count),
                                       args.deadline, offset))
             report(f"docker backend, {max(args.workers)} worker(s)", result, stack, args.docker_count)
+            stack.stop_workers()
         else:
             print(f"docker backend: skipped ({problem})")
+        # last, with no worker left: these uploads stay queued and slow no other phase down
+        overhead = asyncio.run(api_overhead(stack, args.overhead_samples))
+        print(f"API overhead, no worker running: upload p50 {1000 * overhead['upload_p50']:.1f} ms, "
+              f"p95 {1000 * overhead['upload_p95']:.1f} ms; status p50 {1000 * overhead['status_p50']:.1f} ms")
     finally:
         stack.close()
     return 0

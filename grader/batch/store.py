@@ -14,14 +14,12 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal, cast
-
-from sqlalchemy import select
-from sqlalchemy.dialects.sqlite import insert
+from typing import TYPE_CHECKING, Literal, cast
 
 from ..models import GradeReport
-from ..service.database import Database, sqlite_url
-from ..service.tables import BatchResult, Meta
+
+if TYPE_CHECKING:  # SQLAlchemy loads with the first store: StoredResult alone (Gradescope mode, exports) needs none
+    from ..service.database import Database
 
 ResultStatus = Literal["graded", "invalid", "failed_to_grade"]
 
@@ -55,10 +53,12 @@ class SQLiteStore:
     FILE = "results.sqlite"
 
     def __init__(self, results_dir: Path) -> None:
+        from ..service.database import Database, sqlite_url
+
         results_dir.mkdir(parents=True, exist_ok=True)
         self.path = results_dir / self.FILE
         self._lock = threading.Lock()
-        self._db = Database(sqlite_url(self.path))
+        self._db: Database = Database(sqlite_url(self.path))
         self._db.migrate()
 
     def close(self) -> None:
@@ -72,10 +72,18 @@ class SQLiteStore:
         self.close()
 
     def key_of(self, student_id: str) -> str | None:
+        from sqlalchemy import select
+
+        from ..service.tables import BatchResult
+
         with self._lock, self._db.session() as session:
             return session.scalar(select(BatchResult.cache_key).where(BatchResult.student_id == student_id))
 
     def put(self, result: StoredResult) -> None:
+        from sqlalchemy.dialects.sqlite import insert
+
+        from ..service.tables import BatchResult
+
         row = asdict(result) | {"report": result.report.model_dump_json() if result.report is not None else None}
         statement = insert(BatchResult).values(row)
         with self._lock, self._db.session() as session:
@@ -83,6 +91,10 @@ class SQLiteStore:
 
     def results(self) -> Iterator[StoredResult]:
         """Every stored result, by student id."""
+        from sqlalchemy import select
+
+        from ..service.tables import BatchResult
+
         with self._lock, self._db.session() as session:
             rows = session.scalars(select(BatchResult).order_by(BatchResult.student_id)).all()
         for r in rows:
@@ -91,11 +103,19 @@ class SQLiteStore:
                                GradeReport.model_validate_json(r.report) if r.report else None, r.graded_at)
 
     def set_meta(self, key: str, value: str) -> None:
+        from sqlalchemy.dialects.sqlite import insert
+
+        from ..service.tables import Meta
+
         statement = insert(Meta).values(key=key, value=value)
         with self._lock, self._db.session() as session:
             session.execute(statement.on_conflict_do_update(index_elements=[Meta.key], set_={"value": value}))
 
     def meta(self) -> dict[str, str]:
+        from sqlalchemy import select
+
+        from ..service.tables import Meta
+
         with self._lock, self._db.session() as session:
             return {m.key: m.value for m in session.scalars(select(Meta))}
 

@@ -117,8 +117,8 @@ def create_app(settings: Settings, *, dispatcher: Dispatcher | None = None,
         if subscriber is None:  # embedded: what was queued or in progress when the last run stopped
             await run_in_threadpool(sweep, db, chosen, 0.0)
         else:
-            sweeper.start()
             subscriber.start()
+        sweeper.start()
         try:
             yield
         finally:

@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
 
 from .database import Database
-from .jobs import beat, run_job
+from .jobs import Heartbeat, run_job
 from .settings import Settings
 
 log = logging.getLogger("grader.service")
@@ -35,7 +35,7 @@ class LocalPool:
         self.db, self.settings, self.on_done = db, settings, on_done
         self._pool = ThreadPoolExecutor(max_workers=max(1, settings.workers), thread_name_prefix="grade")
         self._closed = threading.Event()
-        beat(db, settings.hostname, settings.backend)
+        self._heartbeat = Heartbeat(db, settings.hostname, settings.backend).start()
 
     def enqueue(self, submission_id: str, generation: int) -> bool:
         if self._closed.is_set():
@@ -57,6 +57,7 @@ class LocalPool:
         """Stop taking work, and finish what was handed over (graceful shutdown drains the pool)."""
         self._closed.set()
         self._pool.shutdown(wait=True)
+        self._heartbeat.stop()
         from .grading import close_graders
 
         close_graders()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import shutil
 import tempfile
+import threading
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -128,3 +129,27 @@ def beat(db: Database, hostname: str, backend: str, graded: int = 0) -> None:
         db.run(record)
     except IntegrityError:  # two threads of one host added its row at once: the other one's counts
         db.run(record)
+
+
+class Heartbeat:
+    """``beat`` every ``interval_s`` in a background thread, so an idle worker is still seen."""
+
+    def __init__(self, db: Database, hostname: str, backend: str, interval_s: float = 15.0) -> None:
+        self.db, self.hostname, self.backend, self.interval_s = db, hostname, backend, interval_s
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True, name="heartbeat")
+
+    def start(self) -> Heartbeat:
+        self._thread.start()
+        return self
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                beat(self.db, self.hostname, self.backend)
+            except Exception as e:  # the database is down: the next beat will tell
+                log.warning("heartbeat not recorded: %s", e)
+            self._stop.wait(self.interval_s)
+
+    def stop(self) -> None:
+        self._stop.set()

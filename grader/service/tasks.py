@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 import re
-import threading
 from typing import Any
 
 from celery import Celery
@@ -19,14 +18,13 @@ from celery.signals import worker_process_init, worker_shutdown
 
 from .database import Database, StoreUnavailable
 from .dispatch import TASK_NAME
-from .jobs import beat, run_job
+from .jobs import Heartbeat, run_job
 from .notify import publish_done
 from .settings import Settings
 
 log = logging.getLogger("grader.service")
 QUEUE = "grader"
 SUBMISSION_ID = re.compile(r"^[0-9a-f]{32}$")
-HEARTBEAT_S = 15.0
 
 
 def make_celery(settings: Settings) -> Celery:
@@ -80,26 +78,16 @@ def run_worker(settings: Settings, pool: str = "threads") -> int:
     _State.db, _State.settings = db, settings
     app = make_celery(settings)
     register_task(app)
-    stop = threading.Event()
-    threading.Thread(target=_heartbeats, args=(db, settings, stop), daemon=True, name="heartbeat").start()
+    heartbeat = Heartbeat(db, settings.hostname, settings.backend).start()
     worker_process_init.connect(lambda **_: db.engine.dispose(close=False), weak=False)  # prefork children
-    worker_shutdown.connect(lambda **_: _shutdown(stop), weak=False)
+    worker_shutdown.connect(lambda **_: _shutdown(heartbeat), weak=False)
     app.worker_main(["worker", f"--pool={pool}", f"--concurrency={settings.workers}", f"--hostname={settings.hostname}",
                      f"--queues={QUEUE}", "--loglevel=INFO", "--without-gossip", "--without-mingle"])
     return 0
 
 
-def _heartbeats(db: Database, settings: Settings, stop: threading.Event) -> None:
-    while not stop.is_set():
-        try:
-            beat(db, settings.hostname, settings.backend)
-        except Exception as e:  # the database is down: the next beat will tell
-            log.warning("heartbeat not recorded: %s", e)
-        stop.wait(HEARTBEAT_S)
-
-
-def _shutdown(stop: threading.Event) -> None:
+def _shutdown(heartbeat: Heartbeat) -> None:
     from .grading import close_graders
 
-    stop.set()
+    heartbeat.stop()
     close_graders()

@@ -4,6 +4,8 @@ unique constraint that keeps exactly one result per grading request (SQLite and 
 from __future__ import annotations
 
 import sqlite3
+import subprocess
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -166,3 +168,10 @@ def test_the_same_upload_twice_at_once_is_one_submission_on_postgresql(pg_url: s
     db = Database(pg_url)
     assert len(_same_upload_twice_at_once(db)) == 1
     db.dispose()
+
+
+def test_gradescope_mode_and_exports_do_not_load_sqlalchemy() -> None:
+    """Only opening a store needs SQLAlchemy: a Gradescope container grading one file does not."""
+    code = ("import sys, grader.batch.store, grader.export.base, grader.feedback.view, grader.gradescope_mode; "
+            "sys.exit('sqlalchemy' in sys.modules)")
+    assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
