@@ -25,8 +25,8 @@ if [ ! -e /usr/sbin/policy-rc.d ]; then
 fi
 $SUDO mkdir -p /etc/postgresql-common/createcluster.d
 echo "create_main_cluster = false" | $SUDO tee /etc/postgresql-common/createcluster.d/50-grader-tests.conf >/dev/null
-install() { $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null; }
-install || { $SUDO apt-get update -qq && install; }
+apt_install() { $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null; }
+apt_install || { $SUDO apt-get update -qq && apt_install; }
 if [ -n "$added_policy" ]; then $SUDO rm -f /usr/sbin/policy-rc.d; fi
 command -v redis-server >/dev/null 2>&1 && compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null \
   || { say "redis-server or PostgreSQL is still missing after the install"; exit 1; }
