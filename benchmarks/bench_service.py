@@ -30,6 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -163,15 +164,16 @@ async def load(stack: Stack, slug: str, count: int, clients: int, deadline_s: fl
     return {"wall": wall, "latencies": latencies, "uploads": uploads, "ids": ids}
 
 
-def check_store(database: str, ids: list[str]) -> tuple[int, int, int]:
-    """(graded, duplicated, missing) for these submission ids, from the database itself."""
+def check_store(database: str, ids: list[str]) -> tuple[int, int, int, dict[str, int]]:
+    """(stored once, duplicated, missing, statuses) for these submission ids, from the database."""
     engine = create_engine(database.replace("postgresql://", "postgresql+psycopg://"))
     with engine.connect() as c:
-        rows = c.execute(text("SELECT submission_id, count(*) FROM gradings GROUP BY submission_id")).all()
+        rows = c.execute(text("SELECT submission_id, count(*), min(status) FROM gradings GROUP BY submission_id")).all()
     engine.dispose()
-    counts = dict(rows)
+    counts = {sid: n for sid, n, _ in rows}
+    statuses = Counter(status for sid, _, status in rows if sid in set(ids))
     return (sum(1 for i in ids if counts.get(i) == 1), sum(1 for i in ids if counts.get(i, 0) > 1),
-            sum(1 for i in ids if i not in counts))
+            sum(1 for i in ids if i not in counts), dict(statuses))
 
 
 async def api_overhead(stack: Stack, samples: int) -> dict[str, float]:
@@ -193,9 +195,10 @@ async def api_overhead(stack: Stack, samples: int) -> dict[str, float]:
 
 def report(label: str, result: dict[str, Any], stack: Stack, count: int) -> None:
     lat, ups = result["latencies"], result["uploads"]
-    graded, dup, missing = check_store(stack.database, result["ids"])
-    print(f"{label}: {len(result['ids'])}/{count} uploaded, {graded} graded exactly once, {dup} duplicated, "
-          f"{missing} without a result; {len(lat) / result['wall']:.2f} submissions/s over {result['wall']:.1f} s; "
+    once, dup, missing, statuses = check_store(stack.database, result["ids"])
+    print(f"{label}: {len(result['ids'])}/{count} uploaded, {once} with exactly one result "
+          f"({', '.join(f'{n} {s}' for s, n in sorted(statuses.items()))}), {dup} duplicated, {missing} without one; "
+          f"{len(lat) / result['wall']:.2f} submissions/s over {result['wall']:.1f} s; "
           f"upload→result p50 {pct(lat, 50):.2f} s, p95 {pct(lat, 95):.2f} s, p99 {pct(lat, 99):.2f} s; "
           f"upload request p50 {1000 * statistics.median(ups):.1f} ms" if lat else f"{label}: nothing graded")
 
