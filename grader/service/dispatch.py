@@ -47,7 +47,7 @@ class LocalPool:
         s = self.settings
         try:
             run_job(self.db, submission_id, generation, worker=s.hostname, backend=s.backend, official=s.official)
-        except Exception:  # the store is down past its retries: the sweeper retries at the next start
+        except Exception:  # the store is down past its retries: the sweeper hands the job over again
             log.exception("submission %s: grading could not be recorded", submission_id)
         finally:
             if self.on_done is not None:
