@@ -24,6 +24,7 @@ import asyncio
 import json
 import os
 import random
+import shutil
 import signal
 import statistics
 import subprocess
@@ -258,6 +259,7 @@ def main() -> int:
               f"p95 {1000 * overhead['upload_p95']:.1f} ms; status p50 {1000 * overhead['status_p50']:.1f} ms")
     finally:
         stack.close()
+        shutil.rmtree(work, ignore_errors=True)
     return 0
 
 
