@@ -16,6 +16,7 @@ from grader.plan import plan, submission_seed  # noqa: E402
 from grader.rubric import CheckSpec, load_rubric  # noqa: E402
 from grader.sandbox.bundle import ensure_bundle  # noqa: E402
 from grader.sandbox.process import write_job  # noqa: E402
+from grader.settings import settings  # noqa: E402
 
 
 def floor_jobs(files: Sequence[Path], work: Path, checks: Sequence[CheckSpec] | None = None) -> list[Path]:
@@ -26,7 +27,7 @@ def floor_jobs(files: Sequence[Path], work: Path, checks: Sequence[CheckSpec] | 
         sub = load_submission(f)
         job_dir = work / "floor" / f.stem
         job_dir.mkdir(parents=True)
-        job = plan(rubric, tuple(checks if checks is not None else rubric.checks), submission_seed(sub.sha256))
+        job = plan(rubric, tuple(checks if checks is not None else rubric.checks), submission_seed(sub.sha256, settings().seed_secret))
         write_job(job_dir, job, extract(sub, rubric.targets).chunks)
         jobs.append(job_dir)
     return jobs

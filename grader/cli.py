@@ -49,10 +49,12 @@ def build_parser(grade_only: bool = False) -> argparse.ArgumentParser:
         from .export.cli import add_export_parser
         from .gradescope_mode import add_gradescope_parser
         from .selftest.cli import add_selftest_parser
+        from .service.cli import add_service_parsers
 
         add_export_parser(sub)
         add_gradescope_parser(sub)
         add_selftest_parser(sub)
+        add_service_parsers(sub)
     return parser
 
 
@@ -78,6 +80,10 @@ def main(argv: list[str] | None = None, *, use_daemon: bool = True) -> int:
         from .export.cli import export_command
 
         return export_command(args)
+    if args.command in ("serve", "worker"):
+        from .service.cli import service_command
+
+        return service_command(args)
     if args.command == "gradescope":
         from .gradescope_mode import gradescope_command
 

@@ -9,6 +9,6 @@ fi
 stamp=.venv/.installed-$(sha256sum pyproject.toml | cut -c1-16)
 if [ ! -f "$stamp" ]; then
   .venv/bin/python -m pip install --quiet --upgrade pip
-  .venv/bin/python -m pip install --quiet -e '.[dev,docker]'
+  .venv/bin/python -m pip install --quiet -e '.[dev,docker,service]'
   touch "$stamp"
 fi

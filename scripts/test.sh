@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Set up, start what the marked tests need (Docker engine, image), then run the whole test suite.
-# GRADER_REQUIRE_DOCKER=1 (set by CI) turns "no Docker engine" from a skip into a failure.
+# GRADER_REQUIRE_DOCKER=1 (set by CI) turns "no Docker engine" from a skip into a failure;
+# GRADER_REQUIRE_SERVICES=1 (set by CI) does the same for Redis and PostgreSQL, which the service
+# tests start and stop themselves (by pid, on 127.0.0.1) once .ci/services.sh has installed them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -11,6 +13,9 @@ if [ "${GRADER_REQUIRE_BROWSER:-0}" = 1 ] && ! command -v chromium >/dev/null 2>
 fi
 if [ -f .ci/docker-engine.sh ] && { [ "$(id -u)" = 0 ] || [ "${GRADER_REQUIRE_DOCKER:-0}" = 1 ]; }; then
   PATH="$PWD/.venv/bin:$PATH" bash .ci/docker-engine.sh
+fi
+if [ "$(id -u)" = 0 ] || [ "${GRADER_REQUIRE_SERVICES:-0}" = 1 ]; then
+  bash .ci/services.sh
 fi
 .venv/bin/python -m ruff check grader tests
 .venv/bin/python -m mypy

@@ -1,4 +1,7 @@
-"""The results store: one SQLite file in RESULTS_DIR, written as each submission finishes.
+"""The results store of ``grader batch``: ``results.sqlite`` in RESULTS_DIR, written as each
+submission finishes, through the same SQLAlchemy tables and Alembic migrations as the grading
+service (``grader/service/tables.py``), so the batch cache, the service and the exports share one
+store. A store written by older versions (the same tables, no Alembic bookkeeping) is adopted.
 
 A result is keyed by (submission sha256, rubric hash, sandbox image, grader version), so a rerun
 regrades only what changed, and a killed batch loses at most the submissions in flight.
@@ -6,36 +9,19 @@ regrades only what changed, and a killed batch loses at most the submissions in 
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal, cast
 
 from ..models import GradeReport, clean, map_strings, shown
 
-ResultStatus = Literal["graded", "invalid", "failed_to_grade"]
+if TYPE_CHECKING:  # SQLAlchemy loads with the first store: StoredResult alone (Gradescope mode, exports) needs none
+    from ..service.database import Database
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS results (
-  student_id   TEXT PRIMARY KEY,
-  cache_key    TEXT NOT NULL,
-  sha256       TEXT NOT NULL,
-  file_name    TEXT NOT NULL,
-  name         TEXT NOT NULL DEFAULT '',
-  email        TEXT NOT NULL DEFAULT '',
-  submitted_at TEXT NOT NULL DEFAULT '',
-  status       TEXT NOT NULL CHECK (status IN ('graded', 'invalid', 'failed_to_grade')),
-  reason       TEXT NOT NULL DEFAULT '',
-  score        REAL,
-  max_score    REAL,
-  report       TEXT,
-  graded_at    TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-"""
+ResultStatus = Literal["graded", "invalid", "failed_to_grade"]
 
 
 @dataclass(frozen=True)
@@ -75,17 +61,17 @@ class SQLiteStore:
     FILE = "results.sqlite"
 
     def __init__(self, results_dir: Path) -> None:
+        from ..service.database import Database, sqlite_url
+
         results_dir.mkdir(parents=True, exist_ok=True)
         self.path = results_dir / self.FILE
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.executescript(SCHEMA)
+        self._db: Database = Database(sqlite_url(self.path))
+        self._db.migrate()
 
     def close(self) -> None:
         with self._lock:
-            self._db.close()
+            self._db.dispose()
 
     def __enter__(self) -> SQLiteStore:
         return self
@@ -94,36 +80,52 @@ class SQLiteStore:
         self.close()
 
     def key_of(self, student_id: str) -> str | None:
-        with self._lock:
-            row = self._db.execute("SELECT cache_key FROM results WHERE student_id = ?", (student_id,)).fetchone()
-        return row[0] if row else None
+        from sqlalchemy import select
+
+        from ..service.tables import BatchResult
+
+        with self._lock, self._db.session() as session:
+            return session.scalar(select(BatchResult.cache_key).where(BatchResult.student_id == student_id))
 
     def put(self, result: StoredResult) -> None:
-        report = result.report.model_dump_json() if result.report is not None else None
-        with self._lock:
-            self._db.execute(
-                "INSERT OR REPLACE INTO results VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (result.student_id, result.cache_key, result.sha256, result.file_name, result.name, result.email,
-                 result.submitted_at, result.status, result.reason, result.score, result.max_score, report,
-                 result.graded_at),
-            )
+        from sqlalchemy.dialects.sqlite import insert
+
+        from ..service.tables import BatchResult
+
+        row = asdict(result) | {"report": result.report.model_dump_json() if result.report is not None else None}
+        statement = insert(BatchResult).values(row)
+        with self._lock, self._db.session() as session:
+            session.execute(statement.on_conflict_do_update(index_elements=[BatchResult.student_id], set_=row))
 
     def results(self) -> Iterator[StoredResult]:
         """Every stored result, by student id."""
-        with self._lock:
-            rows = self._db.execute("SELECT * FROM results ORDER BY student_id").fetchall()
-        for (student_id, key, sha, file_name, name, email, submitted_at, status, reason, score, max_score,
-             report, graded_at) in rows:
-            yield StoredResult(student_id, key, sha, file_name, name, email, submitted_at, status, reason, score,
-                               max_score, GradeReport.model_validate_json(report) if report else None, graded_at)
+        from sqlalchemy import select
+
+        from ..service.tables import BatchResult
+
+        with self._lock, self._db.session() as session:
+            rows = session.scalars(select(BatchResult).order_by(BatchResult.student_id)).all()
+        for r in rows:
+            yield StoredResult(r.student_id, r.cache_key, r.sha256, r.file_name, r.name, r.email, r.submitted_at,
+                               cast(ResultStatus, r.status), r.reason, r.score, r.max_score,
+                               GradeReport.model_validate_json(r.report) if r.report else None, r.graded_at)
 
     def set_meta(self, key: str, value: str) -> None:
-        with self._lock:
-            self._db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+        from sqlalchemy.dialects.sqlite import insert
+
+        from ..service.tables import Meta
+
+        statement = insert(Meta).values(key=key, value=value)
+        with self._lock, self._db.session() as session:
+            session.execute(statement.on_conflict_do_update(index_elements=[Meta.key], set_={"value": value}))
 
     def meta(self) -> dict[str, str]:
-        with self._lock:
-            return dict(self._db.execute("SELECT key, value FROM meta").fetchall())
+        from sqlalchemy import select
+
+        from ..service.tables import Meta
+
+        with self._lock, self._db.session() as session:
+            return {m.key: m.value for m in session.scalars(select(Meta))}
 
 
 def _storable(report: GradeReport) -> GradeReport:

@@ -1,0 +1,267 @@
+"""Load on the grading service, scaled-out mode, loopback only, bounded in count and time.
+
+    python benchmarks/bench_service.py [--count 500] [--clients 50] [--workers 1 2] [--backend local]
+                                       [--docker-count 100] [--deadline 900]
+
+Starts, on 127.0.0.1 only: a Redis and a PostgreSQL (Debian's binaries, data in /tmp/svc-*), the
+API (`grader serve --broker --database`) and N `grader worker` processes (concurrency 1 each, own
+cache dir: separate "hosts"). Then COUNT distinct submissions come from CLIENTS concurrent
+students, each uploading, waiting on a long poll, then uploading its next file. For each worker
+count it prints: all graded, none lost or duplicated (checked in the database), throughput, and
+p50/p95/p99 from upload to result. Also measured: the API's own cost per submission (upload
+request time, and status request time, with no worker running). With the most workers, a second
+phase paces the students (a random think time between uploads, so that arrivals come at 70% of
+the capacity just measured): back to back, 50 students keep the queue 50 deep whatever the
+speed, so its latency is queue length over throughput. Then DOCKER_COUNT submissions
+with the docker backend (skipped, with the reason, without an engine). Everything it started is
+stopped by pid at the end; every wait has a deadline.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import httpx2 as httpx  # noqa: E402
+from sqlalchemy import create_engine, text  # noqa: E402
+
+from tests.service.servers import PostgresServer, RedisServer, free_port, stop_pid, wait_port  # noqa: E402
+
+NOTEBOOKS = [ROOT / "submissions" / "correct_tinytorch.ipynb"] * 3 + [ROOT / "submissions" / "bug_sin_exponent.ipynb"]
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q / 100 * len(ordered)) - 1))]
+
+
+def submission(n: int) -> tuple[str, bytes]:
+    """Distinct notebooks (own sha256, own hidden-check seed): three correct ones in four, one buggy."""
+    nb = json.loads(NOTEBOOKS[n % len(NOTEBOOKS)].read_text(encoding="utf-8"))
+    nb["cells"].append({"cell_type": "code", "id": f"b{n}", "metadata": {}, "execution_count": None,
+                        "outputs": [], "source": f"# submission {n}\n"})
+    return f"s{n}.ipynb", json.dumps(nb).encode()
+
+
+class Stack:
+    """Redis, PostgreSQL, the API and the workers, each stopped by pid in ``close``."""
+
+    def __init__(self, work: Path) -> None:
+        self.work = work
+        self.redis = RedisServer().start()
+        self.pg = PostgresServer().start()
+        self.api: subprocess.Popen[bytes] | None = None
+        self.workers: list[subprocess.Popen[bytes]] = []
+        self.hosts = 0
+        self.port = free_port()
+        self.database = ""
+        self.staff: dict[str, str] = {}
+
+    def start_api(self) -> None:
+        self.database = self.pg.create_database()
+        log = self.work / "api.log"
+        with log.open("wb") as out:
+            self.api = subprocess.Popen(
+                [sys.executable, "-m", "grader.cli", "serve", "--broker", self.redis.url, "--database", self.database,
+                 "--port", str(self.port), "--data", str(self.work / "api")],
+                stdout=out, stderr=subprocess.STDOUT, cwd=ROOT, env=os.environ | {"GRADER_LONG_POLL_MAX_S": "120"})
+        wait_port(self.port, 60)
+        line = next(x for x in log.read_text().splitlines() if "staff sign-in" in x)
+        self.staff = {"Authorization": f"Bearer {line.rsplit(' ', 1)[1]}"}
+
+    def start_workers(self, count: int, backend: str) -> None:
+        for n in range(count):
+            self.hosts += 1
+            home = self.work / f"host{self.hosts}"
+            home.mkdir()
+            with (home / "worker.log").open("wb") as out:
+                self.workers.append(subprocess.Popen(
+                    [sys.executable, "-m", "grader.cli", "worker", "--broker", self.redis.url, "--database",
+                     self.database, "--hostname", f"bench@host{self.hosts}", "--concurrency=1",
+                     f"--backend={backend}"],
+                    stdout=out, stderr=subprocess.STDOUT, cwd=ROOT,
+                    env=os.environ | {"GRADER_CACHE": str(home / "cache"), "TMPDIR": str(home)}))
+            deadline = time.monotonic() + 120
+            while " ready." not in (home / "worker.log").read_text(errors="replace"):
+                if time.monotonic() > deadline or self.workers[-1].poll() is not None:
+                    raise SystemExit(f"worker {n} did not start: {(home / 'worker.log').read_text()[-2000:]}")
+                time.sleep(0.2)
+
+    def stop_workers(self) -> None:
+        for proc in self.workers:
+            stop_pid(proc, signal.SIGTERM, timeout=120)
+        self.workers = []
+
+    def close(self) -> None:
+        self.stop_workers()
+        stop_pid(self.api, signal.SIGTERM, timeout=60)
+        self.redis.close()
+        self.pg.close()
+
+
+async def setup_course(http: httpx.AsyncClient, staff: dict[str, str], slug: str, clients: int) -> list[dict[str, str]]:
+    await http.post("/api/courses", json={"slug": slug, "title": slug}, headers=staff)
+    r = await http.post(f"/api/courses/{slug}/assignments", headers=staff,
+                        json={"slug": "m11", "rate_limit": {"count": 10_000, "window_s": 60}})
+    r.raise_for_status()
+    roster = "student_id\n" + "".join(f"student{n:03d}\n" for n in range(clients))
+    r = await http.post(f"/api/courses/{slug}/roster", files={"roster": ("r.csv", roster.encode())}, headers=staff)
+    r.raise_for_status()
+    return [{"Authorization": f"Bearer {c['token']}"} for c in r.json()["credentials"]]
+
+
+async def student(http: httpx.AsyncClient, base: str, auth: dict[str, str], files: list[int], deadline: float,
+                  latencies: list[float], uploads: list[float], ids: list[str], think: float) -> None:
+    pace = random.Random(files[0] if files else 0)
+    for n in files:
+        if think:
+            await asyncio.sleep(pace.uniform(0, 2 * think))  # reading the last feedback, editing
+        if time.monotonic() > deadline:
+            return
+        name, content = submission(n)
+        t0 = time.perf_counter()
+        r = await http.post(f"{base}/submissions", files={"file": (name, content)}, headers=auth)
+        uploads.append(time.perf_counter() - t0)
+        r.raise_for_status()
+        sid = r.json()["id"]
+        ids.append(sid)
+        while time.monotonic() < deadline:
+            view = (await http.get(f"/api/submissions/{sid}", params={"wait": 60}, headers=auth)).json()
+            if view["final"]:
+                latencies.append(time.perf_counter() - t0)
+                break
+
+
+async def load(stack: Stack, slug: str, count: int, clients: int, deadline_s: float, offset: int,
+               think: float = 0.0) -> dict[str, Any]:
+    limits = httpx.Limits(max_connections=clients + 10, max_keepalive_connections=clients + 10)
+    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{stack.port}", timeout=180, limits=limits) as http:
+        auths = await setup_course(http, stack.staff, slug, clients)
+        base = f"/api/courses/{slug}/assignments/m11"
+        latencies: list[float] = []
+        uploads: list[float] = []
+        ids: list[str] = []
+        deadline = time.monotonic() + deadline_s
+        t0 = time.perf_counter()
+        await asyncio.gather(*(student(http, base, auths[c], list(range(offset + c, offset + count, clients)), deadline,
+                                       latencies, uploads, ids, think) for c in range(clients)))
+        wall = time.perf_counter() - t0
+    return {"wall": wall, "latencies": latencies, "uploads": uploads, "ids": ids}
+
+
+def check_store(database: str, ids: list[str]) -> tuple[int, int, int, dict[str, int]]:
+    """(stored once, duplicated, missing, statuses) for these submission ids, from the database."""
+    engine = create_engine(database.replace("postgresql://", "postgresql+psycopg://"))
+    with engine.connect() as c:
+        rows = c.execute(text("SELECT submission_id, count(*), min(status) FROM gradings GROUP BY submission_id")).all()
+    engine.dispose()
+    counts = {sid: n for sid, n, _ in rows}
+    statuses = Counter(status for sid, _, status in rows if sid in set(ids))
+    return (sum(1 for i in ids if counts.get(i) == 1), sum(1 for i in ids if counts.get(i, 0) > 1),
+            sum(1 for i in ids if i not in counts), dict(statuses))
+
+
+async def api_overhead(stack: Stack, samples: int) -> dict[str, float]:
+    """Upload and status request times with no worker: the API's own cost, apart from grading."""
+    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{stack.port}", timeout=60) as http:
+        auths = await setup_course(http, stack.staff, "overhead", 1)
+        ups, gets = [], []
+        for n in range(samples):
+            name, content = submission(10_000_000 + n)
+            t0 = time.perf_counter()
+            r = await http.post("/api/courses/overhead/assignments/m11/submissions", files={"file": (name, content)},
+                                headers=auths[0])
+            ups.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            await http.get(f"/api/submissions/{r.json()['id']}", headers=auths[0])
+            gets.append(time.perf_counter() - t0)
+    return {"upload_p50": statistics.median(ups), "upload_p95": pct(ups, 95), "status_p50": statistics.median(gets)}
+
+
+def report(label: str, result: dict[str, Any], stack: Stack, count: int) -> None:
+    lat, ups = result["latencies"], result["uploads"]
+    once, dup, missing, statuses = check_store(stack.database, result["ids"])
+    print(f"{label}: {len(result['ids'])}/{count} uploaded, {once} with exactly one result "
+          f"({', '.join(f'{n} {s}' for s, n in sorted(statuses.items()))}), {dup} duplicated, {missing} without one; "
+          f"{len(lat) / result['wall']:.2f} submissions/s over {result['wall']:.1f} s; "
+          f"upload→result p50 {pct(lat, 50):.2f} s, p95 {pct(lat, 95):.2f} s, p99 {pct(lat, 99):.2f} s; "
+          f"upload request p50 {1000 * statistics.median(ups):.1f} ms" if lat else f"{label}: nothing graded")
+
+
+def docker_problem() -> str | None:
+    try:
+        from grader.image import docker_client
+
+        docker_client(timeout=10)
+    except Exception as e:
+        return str(e).splitlines()[0]
+    return None
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--count", type=int, default=500)
+    parser.add_argument("--clients", type=int, default=50)
+    parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--docker-count", type=int, default=100)
+    parser.add_argument("--deadline", type=float, default=900, help="seconds per phase at most")
+    parser.add_argument("--overhead-samples", type=int, default=100)
+    parser.add_argument("--no-paced", dest="paced", action="store_false",
+                        help="skip the phase with think time between a student's uploads")
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="svc-bench-", dir="/tmp"))
+    stack = Stack(work)
+    try:
+        stack.start_api()
+        offset, rate = 0, 0.0
+        for n in args.workers:
+            stack.start_workers(n, "local")
+            result = asyncio.run(load(stack, f"local{n}", args.count, args.clients, args.deadline, offset))
+            report(f"local backend, {n} worker(s), {args.clients} clients back to back", result, stack, args.count)
+            rate = len(result["latencies"]) / result["wall"]
+            offset += args.count
+            if n == max(args.workers) and args.paced:
+                # students who read their feedback before the next upload: arrivals at 70% of capacity
+                think = args.clients / (0.7 * rate)
+                result = asyncio.run(load(stack, f"paced{n}", args.count, args.clients, args.deadline, offset, think))
+                report(f"local backend, {n} worker(s), {args.clients} clients, {think:.0f} s mean think time "
+                       f"(arrivals at 70% of that capacity)", result, stack, args.count)
+                offset += args.count
+            stack.stop_workers()
+        problem = docker_problem() if args.docker_count else "not asked for"
+        if problem is None:
+            stack.start_workers(max(args.workers), "docker")
+            result = asyncio.run(load(stack, "docker", args.docker_count, min(args.clients, args.docker_count),
+                                      args.deadline, offset))
+            report(f"docker backend, {max(args.workers)} worker(s)", result, stack, args.docker_count)
+            stack.stop_workers()
+        else:
+            print(f"docker backend: skipped ({problem})")
+        # last, with no worker left: these uploads stay queued and slow no other phase down
+        overhead = asyncio.run(api_overhead(stack, args.overhead_samples))
+        print(f"API overhead, no worker running: upload p50 {1000 * overhead['upload_p50']:.1f} ms, "
+              f"p95 {1000 * overhead['upload_p95']:.1f} ms; status p50 {1000 * overhead['status_p50']:.1f} ms")
+    finally:
+        stack.close()
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,68 @@
+"""Credentials: ``Authorization: Bearer <token>``. Staff and student tokens live in different
+tables, are stored only as hashes, and a student token never passes a staff check."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from fastapi import HTTPException, Request
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from .ops import NotFound, token_hash
+from .tables import Staff, Student, Submission
+
+
+@dataclass(frozen=True)
+class Principal:
+    kind: Literal["staff", "student"]
+    name: str  # the staff member's name, or the student id
+    student_pk: int | None = None
+    course_id: int | None = None
+
+    @property
+    def staff(self) -> bool:
+        return self.kind == "staff"
+
+
+def bearer(request: Request) -> str:
+    header = request.headers.get("authorization", "")
+    scheme, _, token = header.partition(" ")
+    if scheme.lower() != "bearer" or not token.strip() or len(token) > 200:
+        raise HTTPException(401, "sign in: send 'Authorization: Bearer <token>' (staff token, or your student token)",
+                            headers={"WWW-Authenticate": "Bearer"})
+    return token.strip()
+
+
+def authenticate(session: Session, token: str) -> Principal:
+    digest = token_hash(token)
+    if token.startswith("staff_"):
+        staff = session.scalar(select(Staff).where(Staff.token_hash == digest))
+        if staff is not None:
+            return Principal("staff", staff.name)
+    elif token.startswith("student_"):
+        student = session.scalar(select(Student).where(Student.token_hash == digest))
+        if student is not None:
+            return Principal("student", student.student_id, student.id, student.course_id)
+    raise HTTPException(401, "unknown or revoked token", headers={"WWW-Authenticate": "Bearer"})
+
+
+def require_staff(who: Principal) -> None:
+    if not who.staff:
+        raise HTTPException(403, "staff only")
+
+
+def require_course(who: Principal, course_id: int) -> None:
+    """Staff, or a student enrolled in this course (others get 404: no course is revealed)."""
+    if not who.staff and who.course_id != course_id:
+        raise NotFound("no such course")
+
+
+def own_submission(session: Session, who: Principal, submission_id: str) -> Submission:
+    """The submission, if ``who`` may see it: staff any, a student only their own. Anything else
+    is 404, the same answer as an id that does not exist."""
+    sub = session.get(Submission, submission_id)
+    if sub is None or (not who.staff and sub.student_pk != who.student_pk):
+        raise NotFound(f"no submission {submission_id}")
+    return sub

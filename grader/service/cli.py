@@ -1,0 +1,99 @@
+"""``grader serve`` and ``grader worker``. Only the standard library is imported until a command
+runs: ``add_service_parsers`` is called every time the ``grader`` command line is built."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+EXIT_OK, EXIT_USAGE = 0, 2
+EXTRA_HINT = "the grading service needs its extra: pip install 'tinytorch-grader[service]'"
+
+
+def add_service_parsers(subparsers: Any) -> None:
+    serve = subparsers.add_parser(
+        "serve", help="run the grading service (HTTP API; embedded graders on SQLite unless --broker is given)",
+        description="Alone: the API, an in-process grading pool and SQLite in --data, nothing else. With --broker and "
+                    "--database: the API only, for 'grader worker's on any number of hosts. Docs at /docs.")
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--add-staff", metavar="NAME", help="print a new staff credential for NAME and exit")
+    _common(serve, broker_required=False)
+    serve.add_argument("--workers", type=int, default=2, help="embedded mode: grading threads (default 2)")
+    worker = subparsers.add_parser("worker", help="grade jobs from the service's Celery queue (scaled-out mode)",
+                                   description="Consume grading jobs from --broker and store results in --database. "
+                                               "Run one per host; SIGTERM finishes the jobs in progress first.")
+    _common(worker, broker_required=True)
+    worker.add_argument("--concurrency", type=int, default=os.cpu_count() or 1, help="jobs graded at once")
+    worker.add_argument("--hostname", default=None, help="worker name (default grader@<host name>)")
+    worker.add_argument("--pool", choices=["threads", "prefork", "solo"], default="threads")
+
+
+def _common(p: argparse.ArgumentParser, *, broker_required: bool) -> None:
+    p.add_argument("--data", type=Path, default=None, metavar="DIR",
+                   help="data folder (SQLite database of the embedded mode); default ./grader-data or $GRADER_DATA")
+    p.add_argument("--broker", required=broker_required and not os.environ.get("GRADER_BROKER_URL"),
+                   default=None, metavar="URL", help="Redis URL (redis://host:6379/0); or $GRADER_BROKER_URL")
+    p.add_argument("--database", required=broker_required and not os.environ.get("GRADER_DATABASE_URL"),
+                   default=None, metavar="URL", help="SQLAlchemy URL (postgresql://user:pw@host/db); "
+                                                    "or $GRADER_DATABASE_URL; default SQLite in --data")
+    p.add_argument("--backend", choices=["local", "docker"], default="local", help="sandbox backend of the graders")
+    p.add_argument("--practice", action="store_true",
+                   help="local backend: grade even where not every isolation layer can be verified (not official)")
+
+
+def service_command(args: argparse.Namespace) -> int:
+    try:
+        import celery  # noqa: F401
+        import fastapi  # noqa: F401
+        import uvicorn  # noqa: F401
+    except ImportError:
+        print(f"error: {EXTRA_HINT}", file=sys.stderr)
+        return EXIT_USAGE
+    from ..errors import GraderError
+    from .settings import Settings
+
+    common = dict(data_dir=args.data, database=args.database, broker=args.broker, backend=args.backend,
+                  official=not args.practice)
+    try:
+        if args.command == "worker":
+            from .tasks import run_worker
+
+            settings = Settings.from_env(**common, workers=args.concurrency, hostname=args.hostname)
+            return run_worker(settings, pool=args.pool)
+        settings = Settings.from_env(**common, workers=args.workers)
+        if args.add_staff:
+            return _add_staff(settings, args.add_staff)
+        return _serve(settings, args.host, args.port)
+    except GraderError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+def _serve(settings: Any, host: str, port: int) -> int:
+    import uvicorn
+
+    from .app import create_app
+
+    if os.geteuid() == 0 and not settings.embedded:
+        print("warning: the API runs as root; run it as an unprivileged user (docs/DEPLOY.md)", file=sys.stderr)
+    mode = "embedded: API + grading pool on SQLite" if settings.embedded else "API only, jobs to the Celery broker"
+    print(f"grader serve: {mode}; data in {settings.data_dir.resolve()}; http://{host}:{port}/docs", flush=True)
+    app = create_app(settings, announce=lambda line: print(line, flush=True))
+    uvicorn.run(app, host=host, port=port, log_level="info", timeout_graceful_shutdown=60)
+    return EXIT_OK
+
+
+def _add_staff(settings: Any, name: str) -> int:
+    from . import ops
+    from .database import Database
+
+    db = Database(settings.database_url)
+    db.migrate()
+    token = db.run(lambda s: ops.add_staff(s, name))
+    db.dispose()
+    print(f"staff sign-in for {name} (shown once, keep it safe): Authorization: Bearer {token}")
+    return EXIT_OK

@@ -1,0 +1,155 @@
+"""Grade one submission and commit its result exactly once.
+
+A job is (submission id, generation). It may be delivered more than once (a worker killed after
+grading but before acknowledging, a sweeper re-enqueueing, two workers racing): the UNIQUE
+(submission, generation) constraint on ``gradings`` keeps exactly one result, and a job whose
+result exists, or whose generation a regrade has superseded, returns without grading.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import tempfile
+import threading
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Literal
+
+from sqlalchemy import select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from ..errors import GraderError, SubmissionError
+from ..models import GradeReport, shown
+from ..rubric import Rubric
+from .database import Database
+from .grading import grade_file
+from .tables import Assignment, Grading, Submission, Worker, utcnow
+
+log = logging.getLogger("grader.service")
+Outcome = Literal["graded", "duplicate", "superseded", "missing"]
+
+
+@dataclass(frozen=True)
+class Claimed:
+    """What a worker needs from the store to grade a submission."""
+
+    content: bytes
+    file_name: str
+    rubric: Rubric
+    requested_at: datetime
+
+
+@dataclass(frozen=True)
+class Verdict:
+    status: Literal["graded", "invalid", "failed_to_grade"]
+    reason: str = ""
+    report: GradeReport | None = None
+
+
+def run_job(db: Database, submission_id: str, generation: int, *, worker: str, backend: str, official: bool) -> Outcome:
+    """Grade ``submission_id`` for ``generation`` unless that is already done or superseded."""
+    claimed = db.run(lambda s: _claim(s, submission_id, generation, worker))
+    if isinstance(claimed, str):
+        return claimed  # type: ignore[return-value]
+    verdict = _grade(claimed, backend, official)
+    try:
+        db.run(lambda s: _commit(s, submission_id, generation, worker, claimed, verdict))
+    except IntegrityError:
+        log.info("submission %s generation %d: another worker stored its result first", submission_id, generation)
+        return "duplicate"
+    beat(db, worker, backend, graded=1)
+    return "graded"
+
+
+def _claim(session: Session, submission_id: str, generation: int, worker: str) -> Claimed | str:
+    sub = session.get(Submission, submission_id)
+    if sub is None:
+        return "missing"
+    if sub.generation > generation:
+        return "superseded"
+    done = session.scalar(select(Grading.id).where(Grading.submission_id == submission_id,
+                                                   Grading.generation == generation))
+    if done is not None:
+        return "duplicate"
+    assignment = session.get_one(Assignment, sub.assignment_id)
+    session.execute(update(Submission).where(Submission.id == submission_id, Submission.generation == generation)
+                    .values(status="grading", started_at=utcnow(), worker=worker))
+    return Claimed(sub.content, sub.file_name, Rubric.model_validate_json(assignment.rubric_json), sub.requested_at)
+
+
+def _grade(claimed: Claimed, backend: str, official: bool) -> Verdict:
+    folder = Path(tempfile.mkdtemp(prefix="grader-service-"))
+    try:
+        path = folder / claimed.file_name
+        path.write_bytes(claimed.content)
+        try:
+            report = grade_file(path, claimed.rubric, backend=backend, official=official)
+        except SubmissionError as e:
+            return Verdict("invalid", shown(str(e)))
+        except GraderError as e:
+            return Verdict("failed_to_grade", shown(str(e)))
+        except Exception as e:  # a grader bug is flagged for staff, never scored 0
+            log.exception("grading failed")
+            return Verdict("failed_to_grade", f"internal grader error, please report it: {type(e).__name__}: "
+                                              f"{shown(str(e)[:300])}")
+        return Verdict("graded", report=report)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _commit(session: Session, submission_id: str, generation: int, worker: str, claimed: Claimed,
+            verdict: Verdict) -> None:
+    now = utcnow()
+    report = verdict.report
+    session.add(Grading(
+        submission_id=submission_id, generation=generation, status=verdict.status, reason=verdict.reason,
+        score=report.score if report else None, max_score=report.max_score if report else None,
+        report=report.model_dump_json() if report else None, rubric_hash=claimed.rubric.sha256, worker=worker,
+        requested_at=claimed.requested_at, finished_at=now,
+        latency_s=max(0.0, (now - claimed.requested_at).total_seconds()),
+    ))
+    session.flush()  # the UNIQUE (submission, generation) check happens here, before anything else changes
+    session.execute(update(Submission).where(Submission.id == submission_id, Submission.generation == generation)
+                    .values(status=verdict.status, finished_at=now))
+
+
+def beat(db: Database, hostname: str, backend: str, graded: int = 0) -> None:
+    """Record that worker ``hostname`` is alive, and how many more it graded (for /metrics)."""
+
+    def record(session: Session) -> None:
+        changed = session.execute(update(Worker).where(Worker.hostname == hostname).values(
+            last_seen=utcnow(), backend=backend, graded=Worker.graded + graded))
+        if not changed.rowcount:  # type: ignore[attr-defined]
+            session.add(Worker(hostname=hostname, backend=backend, graded=graded, last_seen=utcnow()))
+
+    try:
+        db.run(record)
+    except IntegrityError:  # two threads of one host added its row at once: the other one's counts
+        db.run(record)
+
+
+class Heartbeat:
+    """``beat`` every ``interval_s`` in a background thread, so an idle worker is still seen."""
+
+    def __init__(self, db: Database, hostname: str, backend: str, interval_s: float = 15.0) -> None:
+        self.db, self.hostname, self.backend, self.interval_s = db, hostname, backend, interval_s
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True, name="heartbeat")
+
+    def start(self) -> Heartbeat:
+        self._thread.start()
+        return self
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                beat(self.db, self.hostname, self.backend)
+            except Exception as e:  # the database is down: the next beat will tell
+                log.warning("heartbeat not recorded: %s", e)
+            self._stop.wait(self.interval_s)
+
+    def stop(self) -> None:
+        self._stop.set()

@@ -1,0 +1,324 @@
+"""What the API does to the store, without HTTP: courses, assignments, roster, submissions,
+regrades and overrides. Each function works in the caller's transaction; every staff change
+writes an audit row in the same transaction."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import secrets
+import tempfile
+import uuid
+from dataclasses import asdict
+from datetime import datetime, timedelta
+from pathlib import Path, PurePath
+
+from sqlalchemy import func, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from ..batch.names import is_safe
+from ..errors import GraderError, RubricError, SubmissionError
+from ..export.roster import Roster
+from ..load import LoadLimits, load_submission
+from ..models import shown
+from ..rubric import Rubric, load_rubric
+from .schemas import AssignmentIn, AssignmentPatch, CourseIn, Policy
+from .tables import Assignment, Audit, Course, Grading, Override, Staff, Student, Submission, utcnow
+
+
+class ServiceError(GraderError):
+    """A request that cannot be served; ``status`` is its HTTP status."""
+
+    status = 400
+
+    def __init__(self, message: str, *, retry_after: int | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class NotFound(ServiceError):
+    status = 404
+
+
+class Conflict(ServiceError):
+    status = 409
+
+
+class Invalid(ServiceError):
+    status = 422
+
+
+class RateLimited(ServiceError):
+    status = 429
+
+
+# ---- credentials -------------------------------------------------------------------------------
+
+
+def new_token(kind: str) -> str:
+    return f"{kind}_{secrets.token_urlsafe(32)}"
+
+
+def token_hash(token: str) -> str:
+    """Tokens are 256 random bits, so one SHA-256 is enough to store them (no slow hash needed)."""
+    return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def add_staff(session: Session, name: str) -> str:
+    """A new staff credential for ``name``; the token is returned once and stored hashed."""
+    if session.scalar(select(Staff.id).where(Staff.name == name)) is not None:
+        raise Conflict(f"staff member {name!r} exists already")
+    token = new_token("staff")
+    session.add(Staff(name=name, token_hash=token_hash(token)))
+    audit(session, "grader", "add_staff", name)
+    return token
+
+
+def audit(session: Session, actor: str, action: str, target: str, detail: object = "") -> None:
+    text = detail if isinstance(detail, str) else json.dumps(detail, sort_keys=True, default=str)
+    session.add(Audit(actor=actor, action=action, target=target, detail=text))
+
+
+# ---- courses and assignments -------------------------------------------------------------------
+
+
+def create_course(session: Session, body: CourseIn, staff: str) -> Course:
+    if session.scalar(select(Course.id).where(Course.slug == body.slug)) is not None:
+        raise Conflict(f"course {body.slug!r} exists already")
+    course = Course(slug=body.slug, title=body.title)
+    session.add(course)
+    audit(session, staff, "create_course", body.slug, body.model_dump())
+    session.flush()
+    return course
+
+
+def course_by_slug(session: Session, slug: str) -> Course:
+    course = session.scalar(select(Course).where(Course.slug == slug))
+    if course is None:
+        raise NotFound(f"no course {slug!r}")
+    return course
+
+
+def assignment_by_slug(session: Session, course: Course, slug: str) -> Assignment:
+    found = session.scalar(select(Assignment).where(Assignment.course_id == course.id, Assignment.slug == slug))
+    if found is None:
+        raise NotFound(f"no assignment {slug!r} in course {course.slug!r}")
+    return found
+
+
+def create_assignment(session: Session, course: Course, body: AssignmentIn, staff: str) -> Assignment:
+    if session.scalar(select(Assignment.id).where(Assignment.course_id == course.id,
+                                                  Assignment.slug == body.slug)) is not None:
+        raise Conflict(f"assignment {body.slug!r} exists already in course {course.slug!r}")
+    rubric = parse_rubric(body.rubric_toml)
+    _check_policy(body.policy, rubric)
+    assignment = Assignment(
+        course_id=course.id, slug=body.slug, title=body.title or rubric.title, rubric_json=rubric.model_dump_json(),
+        rubric_hash=rubric.sha256, due_at=body.due_at, published=body.published,
+        policy_json=body.policy.model_dump_json(), rate_limit_count=body.rate_limit.count,
+        rate_limit_window_s=body.rate_limit.window_s)
+    session.add(assignment)
+    audit(session, staff, "create_assignment", f"{course.slug}/{body.slug}",
+          body.model_dump(exclude={"rubric_toml"}) | {"rubric": rubric.id, "rubric_hash": rubric.sha256})
+    session.flush()
+    return assignment
+
+
+def update_assignment(session: Session, assignment: Assignment, body: AssignmentPatch, staff: str) -> Assignment:
+    changes = body.model_dump(exclude_unset=True, exclude={"rubric_toml"})
+    if body.rubric_toml is not None:
+        rubric = parse_rubric(body.rubric_toml)
+        assignment.rubric_json, assignment.rubric_hash = rubric.model_dump_json(), rubric.sha256
+        changes["rubric_hash"] = rubric.sha256
+    if "title" in changes and body.title is not None:
+        assignment.title = body.title
+    if "due_at" in changes:
+        assignment.due_at = body.due_at
+    if body.published is not None:
+        assignment.published = body.published
+    if body.policy is not None:
+        _check_policy(body.policy, rubric_of(assignment))
+        assignment.policy_json = body.policy.model_dump_json()
+    if body.rate_limit is not None:
+        assignment.rate_limit_count, assignment.rate_limit_window_s = body.rate_limit.count, body.rate_limit.window_s
+    audit(session, staff, "update_assignment", str(assignment.id), changes)
+    return assignment
+
+
+def parse_rubric(toml_text: str | None) -> Rubric:
+    """The installed module-11 rubric, or one given as text (validated exactly as ``--rubric``)."""
+    if toml_text is None:
+        return load_rubric()
+    with tempfile.TemporaryDirectory(prefix="grader-rubric-") as folder:
+        path = Path(folder) / "rubric.toml"
+        path.write_text(toml_text, encoding="utf-8")
+        try:
+            return load_rubric(path)
+        except RubricError as e:
+            raise Invalid(str(e).replace(str(path), "the rubric")) from None
+
+
+def rubric_of(assignment: Assignment) -> Rubric:
+    return Rubric.model_validate_json(assignment.rubric_json)
+
+
+def policy_of(assignment: Assignment) -> Policy:
+    return Policy.model_validate_json(assignment.policy_json)
+
+
+def _check_policy(policy: Policy, rubric: Rubric) -> None:
+    unknown = sorted(set(policy.checks) - {c.id for c in rubric.checks})
+    if unknown:
+        raise Invalid(f"the policy names checks the rubric does not have: {', '.join(unknown)}")
+
+
+# ---- roster ----------------------------------------------------------------------------------------
+
+
+def import_roster(session: Session, course: Course, roster: Roster, staff: str, *, rotate: bool = False
+                  ) -> tuple[list[dict[str, str]], list[str]]:
+    """Add or update the roster's students. New students (and all, with ``rotate``) get a new
+    credential, returned here once; the others keep theirs. Returns (credentials, problems)."""
+    problems = list(roster.problems)
+    issued: list[dict[str, str]] = []
+    existing = {s.student_id: s for s in session.scalars(select(Student).where(Student.course_id == course.id))}
+    for entry in roster.entries:
+        if not is_safe(entry.student_id):
+            problems.append(f"line {entry.line}: student id {shown(entry.student_id, one_line=True)!r} is not a safe "
+                            "name; that student was not imported")
+            continue
+        fields = {k: v for k, v in asdict(entry).items() if k != "line"}
+        student = existing.get(entry.student_id)
+        if student is None or rotate:
+            token = new_token("student")
+            if student is None:
+                student = Student(course_id=course.id, student_id=entry.student_id, token_hash=token_hash(token))
+                session.add(student)
+            student.token_hash = token_hash(token)
+            issued.append({"student_id": entry.student_id, "token": token})
+        student.name, student.email, student.roster_json = entry.name, entry.email, json.dumps(fields, sort_keys=True)
+    audit(session, staff, "import_roster", course.slug, {"students": len(roster.entries), "credentials": len(issued)})
+    return issued, problems
+
+
+# ---- submissions -----------------------------------------------------------------------------------
+
+
+def validate_upload(file_name: str, content: bytes, limits: LoadLimits) -> str:
+    """Refuse what ``grader grade`` would refuse (type, size, encoding, notebook schema): parsing
+    only, nothing runs. Returns the file name to store: the student's if it is a safe name."""
+    suffix = PurePath(file_name).suffix.lower()
+    stored = file_name if is_safe(file_name) and len(file_name) <= 128 else f"submission{suffix}"
+    if len(content) > limits.max_bytes:
+        raise ServiceError(f"{shown(stored)}: larger than the {limits.max_bytes // 1024} KiB limit; clear the "
+                           "notebook's outputs and upload it again")
+    with tempfile.TemporaryDirectory(prefix="grader-upload-") as folder:
+        path = Path(folder) / stored
+        path.write_bytes(content)
+        try:
+            load_submission(path, limits)
+        except SubmissionError as e:
+            raise Invalid(str(e)) from None
+    return stored
+
+
+def submit(session: Session, assignment: Assignment, student: Student, file_name: str, content: bytes
+           ) -> tuple[Submission, bool]:
+    """The submission of this content by this student: the existing one (uploads are idempotent),
+    or a new ``queued`` one, within the per-student rate limit. Returns (submission, created)."""
+    sha = hashlib.sha256(content).hexdigest()
+    found = _existing(session, assignment, student, sha)
+    if found is not None:
+        found.submitted_at = utcnow()
+        return found, False
+    _check_rate(session, assignment, student)
+    now = utcnow()
+    sub = Submission(id=uuid.uuid4().hex, assignment_id=assignment.id, student_pk=student.id, sha256=sha,
+                     file_name=file_name, content=content, status="queued", generation=1, created_at=now,
+                     submitted_at=now, requested_at=now, enqueued_at=now)
+    try:
+        with session.begin_nested():
+            session.add(sub)
+    except IntegrityError:  # the same upload, twice at once: the first one's id
+        found = _existing(session, assignment, student, sha)
+        if found is None:
+            raise
+        return found, False
+    return sub, True
+
+
+def _existing(session: Session, assignment: Assignment, student: Student, sha: str) -> Submission | None:
+    return session.scalar(select(Submission).where(Submission.assignment_id == assignment.id,
+                                                   Submission.student_pk == student.id, Submission.sha256 == sha))
+
+
+def _check_rate(session: Session, assignment: Assignment, student: Student) -> None:
+    since = utcnow() - timedelta(seconds=assignment.rate_limit_window_s)
+    recent = session.execute(
+        select(func.count(Submission.id), func.min(Submission.created_at)).where(
+            Submission.assignment_id == assignment.id, Submission.student_pk == student.id,
+            Submission.created_at > since)).one()
+    count, oldest = int(recent[0]), recent[1]
+    if count >= assignment.rate_limit_count:
+        retry = int((oldest - since).total_seconds()) + 1 if oldest else assignment.rate_limit_window_s
+        raise RateLimited(f"at most {assignment.rate_limit_count} submissions per {assignment.rate_limit_window_s} s "
+                          f"for this assignment; try again in {retry} s", retry_after=retry)
+
+
+def regrade(session: Session, sub: Submission, staff: str) -> Submission:
+    """Ask for a new grading (the next generation); earlier results stay in the history."""
+    now = utcnow()
+    sub.generation += 1
+    sub.status, sub.requested_at, sub.enqueued_at, sub.started_at, sub.finished_at = "queued", now, now, None, None
+    audit(session, staff, "regrade", sub.id, {"generation": sub.generation})
+    return sub
+
+
+def latest_submissions(session: Session, assignment: Assignment) -> list[tuple[Submission, Student]]:
+    """Each student's most recently submitted upload of the assignment (the one that counts)."""
+    newest = (select(Submission.student_pk, func.max(Submission.submitted_at).label("at"))
+              .where(Submission.assignment_id == assignment.id).group_by(Submission.student_pk).subquery())
+    rows = session.execute(
+        select(Submission, Student).join(Student, Student.id == Submission.student_pk)
+        .join(newest, (newest.c.student_pk == Submission.student_pk) & (newest.c.at == Submission.submitted_at))
+        .where(Submission.assignment_id == assignment.id).order_by(Student.student_id)).all()
+    return [(s, st) for s, st in rows]
+
+
+def add_override(session: Session, sub: Submission, score: float, reason: str, staff: str) -> Override:
+    row = Override(submission_id=sub.id, score=score, reason=reason, staff=staff)
+    session.add(row)
+    audit(session, staff, "override", sub.id, {"score": score, "reason": reason})
+    session.flush()
+    return row
+
+
+def history(session: Session, sub: Submission) -> tuple[list[Grading], list[Override]]:
+    gradings = list(session.scalars(select(Grading).where(Grading.submission_id == sub.id)
+                                    .order_by(Grading.generation)))
+    overrides = list(session.scalars(select(Override).where(Override.submission_id == sub.id)
+                                     .order_by(Override.created_at, Override.id)))
+    return gradings, overrides
+
+
+def effective(gradings: list[Grading], overrides: list[Override]) -> tuple[float | None, str]:
+    """The score that counts, and where it comes from: the latest of the newest grading and the
+    newest override."""
+    grading = gradings[-1] if gradings else None
+    override = overrides[-1] if overrides else None
+    if override is not None and (grading is None or override.created_at >= grading.finished_at):
+        return override.score, "override"
+    if grading is not None:
+        return grading.score, "grading"
+    return None, "none"
+
+
+def released(visibility: str, assignment: Assignment, now: datetime) -> bool:
+    if visibility == "visible":
+        return True
+    if visibility == "after_due_date":
+        return assignment.due_at is not None and now >= assignment.due_at
+    if visibility == "after_published":
+        return assignment.published
+    return False

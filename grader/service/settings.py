@@ -1,0 +1,65 @@
+"""The service's settings: from ``grader serve`` / ``grader worker`` options, else ``GRADER_*`` variables."""
+
+from __future__ import annotations
+
+import os
+import socket
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import GraderError
+from ..load import LoadLimits
+from .database import sqlite_url
+
+
+def default_data_dir() -> Path:
+    return Path(os.environ.get("GRADER_DATA", "grader-data"))
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything a service process needs to know.
+
+    ``broker`` empty: embedded mode (an in-process grading pool). ``database`` empty: SQLite in
+    ``data_dir``. Timeouts are in seconds."""
+
+    data_dir: Path = field(default_factory=default_data_dir)
+    database: str = ""
+    broker: str = ""
+    backend: str = "local"  # the sandbox backend of this process's graders
+    official: bool = True  # the local backend refuses to grade unless every isolation layer is verified
+    workers: int = 2  # embedded pool threads, or a Celery worker's concurrency
+    hostname: str = field(default_factory=lambda: f"grader@{socket.gethostname()}")
+    max_upload_bytes: int = LoadLimits().max_bytes
+    pending_timeout_s: float = 300.0  # queued (or grading) this long: the sweeper enqueues it again
+    sweep_interval_s: float = 30.0
+    visibility_timeout_s: float = 600.0  # Redis gives an unacknowledged job to another worker after this
+    long_poll_max_s: float = 60.0
+    poll_interval_s: float = 1.0  # long polls re-read the store this often; finished gradings wake them at once
+
+    @property
+    def embedded(self) -> bool:
+        return not self.broker
+
+    @property
+    def database_url(self) -> str:
+        return self.database or sqlite_url(self.data_dir / "grader.sqlite")
+
+    @classmethod
+    def from_env(cls, **given: object) -> Settings:
+        """Options given on the command line win; then GRADER_DATABASE_URL, GRADER_BROKER_URL and
+        GRADER_<TIMEOUT> for each timeout field (``GRADER_PENDING_TIMEOUT_S=120``)."""
+        env: dict[str, object] = {"database": os.environ.get("GRADER_DATABASE_URL", ""),
+                                  "broker": os.environ.get("GRADER_BROKER_URL", "")}
+        for name in TUNABLE:
+            raw = os.environ.get(f"GRADER_{name.upper()}", "")
+            if raw:
+                try:
+                    env[name] = float(raw)
+                except ValueError:
+                    raise GraderError(f"GRADER_{name.upper()}={raw!r} is not a number of seconds") from None
+        values = {k: v for k, v in env.items() if v} | {k: v for k, v in given.items() if v is not None}
+        return cls(**values)  # type: ignore[arg-type]
+
+
+TUNABLE = ("pending_timeout_s", "sweep_interval_s", "visibility_timeout_s", "long_poll_max_s", "poll_interval_s")

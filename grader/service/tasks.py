@@ -1,0 +1,93 @@
+"""The Celery side of the scaled-out mode: the app, the grading task, and ``grader worker``.
+
+Reliability comes from Celery's own settings, not from code here: a job is acknowledged only after
+``run_job`` returned, that is after its result was committed (``acks_late``); a job whose worker
+died is given back to the queue (``reject_on_worker_lost``; and Redis redelivers what a killed
+worker had taken after ``visibility_timeout``); a job that met a database outage is retried with
+backoff. Jobs travel as JSON, never pickle.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import Any
+
+from celery import Celery
+from celery.signals import worker_process_init, worker_shutdown
+
+from .database import Database, StoreUnavailable
+from .dispatch import TASK_NAME
+from .jobs import Heartbeat, run_job
+from .notify import publish_done
+from .settings import Settings
+
+log = logging.getLogger("grader.service")
+QUEUE = "grader"
+SUBMISSION_ID = re.compile(r"^[0-9a-f]{32}$")
+
+
+def make_celery(settings: Settings) -> Celery:
+    app = Celery("grader", broker=settings.broker, set_as_current=False)
+    app.conf.update(
+        task_acks_late=True,
+        task_reject_on_worker_lost=True,
+        worker_prefetch_multiplier=1,
+        task_serializer="json", accept_content=["json"], result_serializer="json",
+        task_ignore_result=True,
+        task_default_queue=QUEUE,
+        broker_connection_retry_on_startup=True,
+        broker_connection_timeout=3,
+        broker_transport_options={"visibility_timeout": settings.visibility_timeout_s, "socket_connect_timeout": 3,
+                                  "socket_timeout": 10},
+        worker_cancel_long_running_tasks_on_connection_loss=False,
+        worker_hijack_root_logger=False,
+        enable_utc=True,
+    )
+    return app
+
+
+class _State:
+    db: Database | None = None
+    settings: Settings | None = None
+
+
+def register_task(app: Celery) -> Any:
+    @app.task(  # type: ignore[untyped-decorator]
+        name=TASK_NAME, acks_late=True, reject_on_worker_lost=True, autoretry_for=(StoreUnavailable,),
+              retry_backoff=1, retry_backoff_max=30, retry_jitter=True, max_retries=30)
+    def grade(submission_id: str, generation: int) -> str:
+        if not (isinstance(submission_id, str) and SUBMISSION_ID.match(submission_id)
+                and isinstance(generation, int) and generation >= 1):
+            log.error("refused a malformed job: %r %r", submission_id, generation)
+            return "malformed"
+        db, s = _State.db, _State.settings
+        assert db is not None and s is not None, "the task runs only in 'grader worker'"
+        outcome = run_job(db, submission_id, generation, worker=s.hostname, backend=s.backend, official=s.official)
+        publish_done(s.broker, submission_id)
+        return outcome
+
+    return grade
+
+
+def run_worker(settings: Settings, pool: str = "threads") -> int:
+    """``grader worker``: migrate if needed, then consume jobs until SIGTERM (warm shutdown: the jobs
+    in progress finish and are acknowledged first) or SIGINT."""
+    db = Database(settings.database_url)
+    db.migrate()
+    _State.db, _State.settings = db, settings
+    app = make_celery(settings)
+    register_task(app)
+    heartbeat = Heartbeat(db, settings.hostname, settings.backend).start()
+    worker_process_init.connect(lambda **_: db.engine.dispose(close=False), weak=False)  # prefork children
+    worker_shutdown.connect(lambda **_: _shutdown(heartbeat), weak=False)
+    app.worker_main(["worker", f"--pool={pool}", f"--concurrency={settings.workers}", f"--hostname={settings.hostname}",
+                     f"--queues={QUEUE}", "--loglevel=INFO", "--without-gossip", "--without-mingle"])
+    return 0
+
+
+def _shutdown(heartbeat: Heartbeat) -> None:
+    from .grading import close_graders
+
+    heartbeat.stop()
+    close_graders()

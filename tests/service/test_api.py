@@ -1,0 +1,154 @@
+"""The staff and student flows of the API on the embedded service (real grading, SQLite)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import zipfile
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from fastapi.testclient import TestClient
+
+from grader.service.app import create_app
+from grader.service.settings import Settings
+from tests.service.conftest import ROOT, SUBMISSIONS, Course, make_course
+
+
+def test_release_policy_after_due_date_after_published_and_total(embedded: tuple[TestClient, str]) -> None:
+    client, token = embedded
+    future = (datetime.now(UTC) + timedelta(days=3)).isoformat()
+    course = make_course(client, token, due_at=future,
+                         policy={"checks": {"sin_values": "after_due_date", "emb_lookup": "after_published"},
+                                 "total": "after_published"})
+    sid = course.upload("alice", SUBMISSIONS / "bug_sin_exponent.ipynb").json()["id"]
+    course.wait(sid, "alice")
+
+    def mine() -> dict[str, dict[str, object]]:
+        result = course.result(sid, "alice").json()["result"]
+        return {"total": result["score"], **{c["id"]: c for c in result["checks"]}}
+
+    before = mine()
+    assert before["total"] is None
+    assert not before["sin_values"]["released"] and "status" not in before["sin_values"]
+    assert not before["emb_lookup"]["released"] and before["emb_shape"]["status"] == "passed"
+    past = (datetime.now(UTC) - timedelta(minutes=1)).isoformat()
+    assert client.patch(course.base, json={"due_at": past}, headers=course.staff).status_code == 200
+    after_due = mine()
+    assert after_due["sin_values"]["status"] == "failed" and "Called:" in str(after_due["sin_values"]["message"])
+    assert not after_due["emb_lookup"]["released"] and after_due["total"] is None
+    assert client.patch(course.base, json={"published": True}, headers=course.staff).status_code == 200
+    published = mine()
+    assert published["emb_lookup"]["status"] == "passed" and published["total"] == 87.0
+
+
+def test_regrade_keeps_history_and_the_latest_counts(course: Course) -> None:
+    sid = course.upload("alice", SUBMISSIONS / "bug_sin_exponent.ipynb").json()["id"]
+    course.wait(sid, "alice")
+    rubric = (ROOT / "rubrics" / "embeddings.toml").read_text(encoding="utf-8")
+    changed = rubric.replace('id = "sin_values"\ntitle = "Sinusoid values follow the Vaswani formula"\npoints = 7',
+                             'id = "sin_values"\ntitle = "Sinusoid values follow the Vaswani formula"\npoints = 2')
+    assert changed != rubric, "the rubric's sin_values entry moved: update this test"
+    r = course.client.patch(course.base, json={"rubric_toml": changed}, headers=course.staff)
+    assert r.status_code == 200 and r.json()["max_score"] == 95.0
+    assert course.client.post(f"{course.base}/regrade", headers=course.staff).json() == {"regrading": 1}
+    assert course.wait(sid, "alice")["generation"] == 2
+    staff = course.result(sid, "staff").json()
+    assert [(h["generation"], h["score"], h["max_score"]) for h in staff["history"]] == [(1, 87.0, 100.0),
+                                                                                          (2, 87.0, 95.0)]
+    assert staff["history"][0]["rubric_hash"] != staff["history"][1]["rubric_hash"]
+    assert course.result(sid, "alice").json()["result"]["max_score"] == 95.0
+    one = course.client.post(f"/api/submissions/{sid}/regrade", headers=course.staff)
+    assert one.status_code == 202 and one.json()["generation"] == 3
+    assert course.wait(sid, "alice")["generation"] == 3
+
+
+def test_override_with_reason_and_audit(course: Course) -> None:
+    sid = course.upload("alice", SUBMISSIONS / "bug_sin_exponent.ipynb").json()["id"]
+    course.wait(sid, "alice")
+    short = course.client.post(f"/api/submissions/{sid}/override", json={"score": 95}, headers=course.staff)
+    assert short.status_code == 422  # a reason is required
+    r = course.client.post(f"/api/submissions/{sid}/override", json={"score": 95, "reason": "regrade request #12"},
+                           headers=course.staff)
+    assert r.status_code == 201
+    staff = r.json()
+    assert staff["score"] == 95 and staff["score_source"] == "override"
+    assert staff["overrides"][0]["reason"] == "regrade request #12" and staff["overrides"][0]["staff"] == "admin"
+    student = course.result(sid, "alice").json()["result"]
+    assert student["score"] == 95 and student["overridden"] and "regrade request" not in json.dumps(student)
+    audit = course.client.get("/api/audit", headers=course.staff).json()
+    assert audit[0]["action"] == "override" and audit[0]["target"] == sid and "regrade request #12" in audit[0]["detail"]
+    csv_text = course.client.get(f"{course.base}/export/csv", headers=course.staff).text
+    assert "95" in csv_text  # exports use the score that counts
+
+
+def test_exports_in_every_batch_format_and_stats(course: Course) -> None:
+    a = course.upload("alice", SUBMISSIONS / "bug_sin_exponent.ipynb").json()["id"]
+    course.wait(a, "alice")
+    for fmt in ("canvas", "moodle", "nbgrader", "otter", "csv"):
+        r = course.client.get(f"{course.base}/export/{fmt}", headers=course.staff)
+        assert r.status_code == 200 and r.headers["content-type"].startswith("text/csv"), fmt
+        assert "87" in r.text, fmt
+    nbgrader = list(csv.DictReader(io.StringIO(course.client.get(f"{course.base}/export/nbgrader",
+                                                                 headers=course.staff).text)))
+    assert {(row["student_id"], row["score"]) for row in nbgrader} == {("alice", "87.0"), ("bob", "0.0")}
+    problems = json.loads(course.client.get(f"{course.base}/export/csv", headers=course.staff)
+                          .headers["x-grader-problems"])
+    assert any("bob" in p for p in problems)  # bob has no submission: said, not hidden
+    gs = course.client.get(f"{course.base}/export/gradescope", headers=course.staff)
+    names = zipfile.ZipFile(io.BytesIO(gs.content)).namelist()
+    assert gs.status_code == 200 and names == ["alice/results.json"]
+    assert course.client.get(f"{course.base}/export/pdf", headers=course.staff).status_code == 422
+    stats = course.client.get(f"{course.base}/stats", headers=course.staff).json()
+    by_id = {c["id"]: c for c in stats["checks"]}
+    assert stats["students"] == 1 and by_id["sin_values"]["passed"] == 0 and by_id["emb_shape"]["pass_rate"] == 1.0
+
+
+def test_long_poll_events_metrics_and_health(course: Course) -> None:
+    sid = course.upload("bob", SUBMISSIONS / "correct_tinytorch.ipynb").json()["id"]
+    with course.client.stream("GET", f"/api/submissions/{sid}/events", headers=course.students["bob"]) as r:
+        assert r.headers["content-type"].startswith("text/event-stream")
+        events = [json.loads(line[5:]) for line in r.iter_lines() if line.startswith("data:")]
+    assert events[-1]["status"] == "graded" and events[-1]["final"]
+    assert all(not e["final"] for e in events[:-1])
+    metrics = course.client.get("/metrics").text
+    assert 'grader_queue_depth{state="queued"} 0.0' in metrics
+    assert "grader_workers_seen 1.0" in metrics and 'grader_gradings_total{status="graded"} 1.0' in metrics
+    assert 'grader_grading_latency_seconds_bucket{le="+Inf"} 1.0' in metrics
+    assert course.client.get("/healthz").json()["status"] == "ok"
+    assert "/api/submissions/{submission_id}" in course.client.get("/openapi.json").json()["paths"]
+
+
+class Dropping:
+    """A dispatcher that accepts nothing: as if the process stopped before grading."""
+
+    def enqueue(self, submission_id: str, generation: int) -> bool:
+        return False
+
+    def close(self) -> None:
+        pass
+
+
+def test_work_accepted_before_a_stop_is_graded_at_the_next_start(settings: Settings) -> None:
+    printed: list[str] = []
+    with TestClient(create_app(settings, dispatcher=Dropping(), announce=printed.append)) as client:
+        course = make_course(client, printed[0].rsplit(" ", 1)[1])
+        sid = course.upload("alice", SUBMISSIONS / "correct_tinytorch.ipynb").json()["id"]
+        assert client.get(f"/api/submissions/{sid}", headers=course.students["alice"]).json()["status"] == "queued"
+    again: list[str] = []
+    with TestClient(create_app(settings, announce=again.append)) as client:
+        course.client = client
+        assert course.wait(sid, "alice")["status"] == "graded"
+    assert again == []  # the staff sign-in is printed on the first start only
+
+
+def test_shutdown_finishes_grading_in_progress(settings: Settings, tmp_path: Path) -> None:
+    printed: list[str] = []
+    with TestClient(create_app(settings, announce=printed.append)) as client:
+        course = make_course(client, printed[0].rsplit(" ", 1)[1])
+        sid = course.upload("alice", SUBMISSIONS / "correct_tinytorch.ipynb").json()["id"]
+    # the pool drained before the app stopped: the result is there without any further start
+    with TestClient(create_app(settings, dispatcher=Dropping())) as client:
+        course.client = client
+        assert client.get(f"/api/submissions/{sid}", headers=course.students["alice"]).json()["status"] == "graded"
