@@ -3,7 +3,9 @@ and credentials; helpers to upload and wait. Real grading (local backend) unless
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -22,6 +24,11 @@ from tests.service.servers import PostgresServer, RedisServer, postgres_bindir, 
 
 ROOT = Path(__file__).resolve().parents[2]
 SUBMISSIONS = ROOT / "submissions"
+EMBEDDINGS_RUBRIC = ROOT / "grader" / "modules" / "embeddings" / "rubric.toml"
+# bug_sin_exponent's score and the sin_values check's points, as the current rubric gives them
+SIN_EXPONENT_SCORE = float(json.loads((ROOT / "tests" / "golden" / "bug_sin_exponent.ipynb.json").read_text())["score"])
+SIN_POINTS = next(float(m) for m in re.findall(r'id = "sin_values"\n[^\n]*\npoints = ([0-9.]+)',
+                                                EMBEDDINGS_RUBRIC.read_text(encoding="utf-8")))
 ROSTER = "student_id,name,email\nalice,Alice Liddell,alice@example.edu\nbob,Bob Stone,bob@example.edu\n"
 
 

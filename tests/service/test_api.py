@@ -13,7 +13,7 @@ from fastapi.testclient import TestClient
 
 from grader.service.app import create_app
 from grader.service.settings import Settings
-from tests.service.conftest import ROOT, SUBMISSIONS, Course, make_course
+from tests.service.conftest import EMBEDDINGS_RUBRIC, SIN_EXPONENT_SCORE, SIN_POINTS, SUBMISSIONS, Course, make_course
 
 
 def test_release_policy_after_due_date_after_published_and_total(embedded: tuple[TestClient, str]) -> None:
@@ -40,25 +40,25 @@ def test_release_policy_after_due_date_after_published_and_total(embedded: tuple
     assert not after_due["emb_lookup"]["released"] and after_due["total"] is None
     assert client.patch(course.base, json={"published": True}, headers=course.staff).status_code == 200
     published = mine()
-    assert published["emb_lookup"]["status"] == "passed" and published["total"] == 87.0
+    assert published["emb_lookup"]["status"] == "passed" and published["total"] == SIN_EXPONENT_SCORE
 
 
 def test_regrade_keeps_history_and_the_latest_counts(course: Course) -> None:
     sid = course.upload("alice", SUBMISSIONS / "bug_sin_exponent.ipynb").json()["id"]
     course.wait(sid, "alice")
-    rubric = (ROOT / "rubrics" / "embeddings.toml").read_text(encoding="utf-8")
-    changed = rubric.replace('id = "sin_values"\ntitle = "Sinusoid values follow the Vaswani formula"\npoints = 7',
-                             'id = "sin_values"\ntitle = "Sinusoid values follow the Vaswani formula"\npoints = 2')
+    rubric = EMBEDDINGS_RUBRIC.read_text(encoding="utf-8")
+    points = f'id = "sin_values"\ntitle = "Sinusoid values follow the Vaswani formula"\npoints = {SIN_POINTS:g}'
+    changed = rubric.replace(points, points.replace(f"points = {SIN_POINTS:g}", f"points = {SIN_POINTS - 3:g}"))
     assert changed != rubric, "the rubric's sin_values entry moved: update this test"
     r = course.client.patch(course.base, json={"rubric_toml": changed}, headers=course.staff)
-    assert r.status_code == 200 and r.json()["max_score"] == 95.0
+    assert r.status_code == 200 and r.json()["max_score"] == 97.0
     assert course.client.post(f"{course.base}/regrade", headers=course.staff).json() == {"regrading": 1}
     assert course.wait(sid, "alice")["generation"] == 2
     staff = course.result(sid, "staff").json()
-    assert [(h["generation"], h["score"], h["max_score"]) for h in staff["history"]] == [(1, 87.0, 100.0),
-                                                                                          (2, 87.0, 95.0)]
+    assert [(h["generation"], h["score"], h["max_score"]) for h in staff["history"]] == [
+        (1, SIN_EXPONENT_SCORE, 100.0), (2, SIN_EXPONENT_SCORE, 97.0)]
     assert staff["history"][0]["rubric_hash"] != staff["history"][1]["rubric_hash"]
-    assert course.result(sid, "alice").json()["result"]["max_score"] == 95.0
+    assert course.result(sid, "alice").json()["result"]["max_score"] == 97.0
     one = course.client.post(f"/api/submissions/{sid}/regrade", headers=course.staff)
     assert one.status_code == 202 and one.json()["generation"] == 3
     assert course.wait(sid, "alice")["generation"] == 3
@@ -89,10 +89,10 @@ def test_exports_in_every_batch_format_and_stats(course: Course) -> None:
     for fmt in ("canvas", "moodle", "nbgrader", "otter", "csv"):
         r = course.client.get(f"{course.base}/export/{fmt}", headers=course.staff)
         assert r.status_code == 200 and r.headers["content-type"].startswith("text/csv"), fmt
-        assert "87" in r.text, fmt
+        assert f"{SIN_EXPONENT_SCORE:g}" in r.text, fmt
     nbgrader = list(csv.DictReader(io.StringIO(course.client.get(f"{course.base}/export/nbgrader",
                                                                  headers=course.staff).text)))
-    assert {(row["student_id"], row["score"]) for row in nbgrader} == {("alice", "87.0"), ("bob", "0.0")}
+    assert {(row["student_id"], row["score"]) for row in nbgrader} == {("alice", f"{SIN_EXPONENT_SCORE:.1f}"), ("bob", "0.0")}
     problems = json.loads(course.client.get(f"{course.base}/export/csv", headers=course.staff)
                           .headers["x-grader-problems"])
     assert any("bob" in p for p in problems)  # bob has no submission: said, not hidden

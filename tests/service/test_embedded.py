@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from tests.service.conftest import SUBMISSIONS, Course
+import json
+
+from tests.service.conftest import ROOT, SIN_EXPONENT_SCORE, SUBMISSIONS, Course
 
 
 def test_upload_is_graded_and_the_student_reads_the_result(course: Course) -> None:
@@ -12,9 +14,11 @@ def test_upload_is_graded_and_the_student_reads_the_result(course: Course) -> No
     assert sub["status"] in ("queued", "grading", "graded") and len(sub["id"]) == 32
     assert course.wait(sub["id"], "alice")["status"] == "graded"
     result = course.result(sub["id"], "alice").json()["result"]
-    assert result["status"] == "graded" and result["score"] == 87.0 and result["max_score"] == 100.0
+    assert result["status"] == "graded" and result["score"] == SIN_EXPONENT_SCORE and result["max_score"] == 100.0
     failed = [c for c in result["checks"] if c.get("status") == "failed"]
-    assert [c["id"] for c in failed] == ["sin_values"] and "Called:" in failed[0]["message"]
+    golden = json.loads((ROOT / "tests" / "golden" / "bug_sin_exponent.ipynb.json").read_text())
+    visible_failures = [c["id"] for c in golden["checks"] if c["status"] == "failed" and c["visibility"] == "visible"]
+    assert [c["id"] for c in failed] == visible_failures and "Called:" in failed[0]["message"]
 
 
 def test_the_same_file_again_is_the_same_submission(course: Course) -> None:
