@@ -1,6 +1,8 @@
 """The in-process floor: python + numpy + the same probes on the student's code, no isolation.
 
-Usage: python floor.py BUNDLE_DIR JOB_DIR   (JOB_DIR holds job.json and student.json)
+Usage: python floor.py BUNDLE_DIR JOB_DIR [JOB_DIR ...]   (each JOB_DIR holds job.json and student.json)
+
+Several job directories are graded one after the other in this one process: the floor of a batch.
 """
 
 import json
@@ -8,14 +10,16 @@ import sys
 
 sys.path[:0] = [sys.argv[1]]
 import numpy  # noqa: E402,F401
+
 from grader.harness.probes import load_probes  # noqa: E402
 from grader.harness.run import execute_probe, import_student  # noqa: E402
 
-with open(f"{sys.argv[2]}/job.json") as f:
-    job = json.load(f)
-with open(f"{sys.argv[2]}/student.json") as f:
-    chunks = json.load(f)["chunks"]
-probes = load_probes(job["probes"])
-namespace, _ = import_student(chunks)
-for check in job["checks"]:
-    execute_probe(check, probes[check["probe"]], namespace)
+for job_dir in sys.argv[2:]:
+    with open(f"{job_dir}/job.json") as f:
+        job = json.load(f)
+    with open(f"{job_dir}/student.json") as f:
+        chunks = json.load(f)["chunks"]
+    probes = load_probes(job["probes"])
+    namespace, _ = import_student(chunks)
+    for check in job["checks"]:
+        execute_probe(check, probes[check["probe"]], namespace)

@@ -19,10 +19,13 @@ def _import_tree(package: str) -> None:
 
 
 def preload() -> None:
+    import faulthandler  # noqa: F401  (the check runners' stack on request)
+    import random  # noqa: F401
+
     import numpy
     import numpy.random  # noqa: F401
 
-    from . import isolate, probes, run, seccomp, selftest, supervisor  # noqa: F401
+    from . import isolate, probes, run, runners, seccomp, selftest, supervisor  # noqa: F401
 
     _import_tree(probes.__name__)
     _import_tree("grader.modules")  # every unit's probes (the bundle holds nothing else there)

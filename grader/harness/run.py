@@ -2,15 +2,14 @@
 
 The job directory holds ``job.json`` (checks with inputs) and ``student.json`` (code chunks).
 Results go to ``out/``: ``import.json``, then per check ``<id>.json``, ``<id>/<name>.npy`` and,
-when the child did not report itself, ``<id>.status.json`` written by this parent.
+when the check's runner did not report it, ``<id>.status.json`` written by this parent
+(``harness/runners.py`` runs the checks).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import select
-import signal
 import sys
 import time
 import traceback
@@ -18,18 +17,19 @@ import types
 from typing import Any
 
 from .npyio import write_arrays
-from .records import stamped
+from .records import stamped, status_file
+from .runners import Runners
 
 # Bound before any student code runs, so that rebinding os.* later cannot reach the harness.
-_fork, _exit, _waitpid, _kill, _killpg = os.fork, os._exit, os.waitpid, os.kill, os.killpg
-_pidfd_open, _replace, _monotonic = os.pidfd_open, os.replace, time.monotonic
+_exit, _replace, _monotonic = os._exit, os.replace, time.monotonic
 
 MAX_MESSAGE = 600
 OUT = "out"
 
 
 def main(phase_fd: int | None = None) -> None:
-    """Sandbox mode: one job in the current directory, one forked child per check.
+    """Sandbox mode: one job in the current directory; the checks run in warm runner processes
+    forked after the import (``harness/runners.py``).
 
     With ``phase_fd`` (the supervisor, harness/supervisor.py), ``job.json`` holds only the visible
     checks; once they are done the harness asks for the rest (``H``), and after ``G`` reads
@@ -44,11 +44,12 @@ def main(phase_fd: int | None = None) -> None:
         os.path.join(OUT, "import.json"),
         {"chunk_errors": chunk_errors, "defined": sorted(k for k in namespace if not k.startswith("__"))},
     )
-    run_checks(job["checks"], probes, namespace, int(job.get("parallel", 1)))
+    runners = run_checks(job["checks"], probes, namespace, int(job.get("parallel", 1)))
     if phase_fd is not None and job.get("more"):
         _write_all(phase_fd, b"H")
         if os.read(phase_fd, 1) == b"G":
-            run_checks(_read_json("job-hidden.json")["checks"], probes, namespace, int(job.get("parallel", 1)))
+            run_checks(_read_json("job-hidden.json")["checks"], probes, namespace, int(job.get("parallel", 1)), runners)
+    runners.close()
     _exit(0)
 
 
@@ -110,81 +111,20 @@ def import_student(chunks: list[dict[str, Any]]) -> tuple[dict[str, Any], list[d
 
 
 def run_checks(checks: list[dict[str, Any]], probes: dict[str, Any], namespace: dict[str, Any],
-               parallel: int) -> None:
-    """Run every check in its own forked child, at most ``parallel`` at a time, each with its own
-    wall-clock timeout; whatever one child does, the others still run."""
-    pending = list(checks)
-    running: dict[int, tuple[dict[str, Any], int, float]] = {}  # pidfd -> (check, pid, started)
-    while pending or running:
-        while pending and len(running) < max(1, parallel):
-            check = pending.pop(0)
-            started = _monotonic()
-            try:
-                pid = _fork()
-            except OSError as e:  # e.g. the job's own processes fill its process limit
-                _write_json(os.path.join(OUT, f"{check['id']}.status.json"),
-                            {"check": check["id"], "status": "crashed", "duration_ms": 0.0,
-                             "reason": f"the check could not start: {e.strerror} (too many processes?)"})
-                continue
-            if pid == 0:
-                _child(check, probes[check["probe"]], namespace, float(check["timeout_s"]))
-            running[_pidfd_open(pid)] = (check, pid, started)
-        if not running:
-            continue
-        now = _monotonic()
-        next_deadline = min(started + float(check["timeout_s"]) for check, _, started in running.values())
-        ready, _, _ = select.select(list(running), [], [], max(0.0, next_deadline - now))
-        now = _monotonic()
-        for fd in list(running):
-            check, pid, started = running[fd]
-            timed_out = fd not in ready and now >= started + float(check["timeout_s"])
-            if fd in ready or timed_out:
-                del running[fd]
-                os.close(fd)
-                _finish(check, pid, started, timed_out)
-
-
-def _finish(check: dict[str, Any], pid: int, started: float, timed_out: bool) -> None:
-    """Reap one check's child (killing its group) and, if it did not report, record why."""
-    for kill in (_killpg, _kill):
-        try:
-            kill(pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-    try:
-        _, wait_status = _waitpid(pid, 0)
-    except ChildProcessError:
-        wait_status = 0
-    status: dict[str, Any] = {"check": check["id"]}
-    if timed_out:
-        status["status"] = "timeout"
-    elif os.WIFSIGNALED(wait_status):
-        sig = os.WTERMSIG(wait_status)
-        status["signal"] = sig
-        status["status"] = {int(signal.SIGXCPU): "timeout", int(signal.SIGKILL): "oom"}.get(sig, "crashed")
-    else:
-        status["exit_code"] = os.WEXITSTATUS(wait_status)
-        status["status"] = "crashed"
-    status["duration_ms"] = round((_monotonic() - started) * 1000, 1)
-    if timed_out or not os.path.exists(os.path.join(OUT, f"{check['id']}.json")):
-        _write_json(os.path.join(OUT, f"{check['id']}.status.json"), status)
-
-
-def _child(check: dict[str, Any], probe: Any, namespace: dict[str, Any], timeout: float) -> None:
-    import resource
-
-    try:
-        os.setpgid(0, 0)
-        cpu = int(timeout) + 1
-        resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
-    except (OSError, ValueError):
-        pass
-    record, arrays = execute_probe(check, probe, namespace)
-    try:
-        write_result(OUT, check["id"], record, arrays)
-    except BaseException:
-        _exit(3)
-    _exit(0)
+               parallel: int, runners: Runners | None = None) -> Runners:
+    """Run every check from the post-import state, at most ``parallel`` at a time, each with its own
+    wall-clock timeout; whatever one check does, the others still run (``harness/runners.py``).
+    Pass the returned ``Runners`` to the next call to keep its warm runners and blocked functions."""
+    if runners is None:
+        runners = Runners(
+            parallel,
+            execute=lambda check: execute_probe(check, probes[check["probe"]], namespace),
+            write=lambda check_id, record, arrays: write_result(OUT, check_id, record, arrays),
+            report=lambda check_id, status: _write_json(os.path.join(OUT, status_file(check_id)),
+                                                        {"check": check_id, **status}),
+            clock=_monotonic)
+    runners.run(checks)
+    return runners
 
 
 def execute_probe(check: dict[str, Any], probe: Any, namespace: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:

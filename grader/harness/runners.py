@@ -1,0 +1,423 @@
+"""The checks of one job, run by a few warm runner processes instead of one fork per check.
+
+The harness's main process (the *parent*) imports the student module once and never runs a probe
+itself. It forks up to ``parallel`` runners from that state; each runs the checks the parent hands
+it, one at a time. Before each check a runner puts numpy's and ``random``'s global generators back
+where they were after the import, as a fresh fork would have them.
+
+One check, one fate: a check that hangs, crashes, exits or is killed takes its runner with it; the
+parent records that check's status and forks a fresh runner, again from the untouched parent, for
+the rest. A runner that leaves anything behind after a check (a thread, a child process, a member
+of its process group) retires after reporting, so no later check shares a process with it.
+
+A hung method costs one timeout: at a check's deadline the parent asks the runner for its stack
+(``faulthandler`` on SIGUSR1) and then kills it. The innermost student function of that stack is
+*blocked*: a check still running in it elsewhere is stopped now, and every later check that calls
+it stops at that call, each with status ``timeout`` and the reason ``blocked by <check> timeout``.
+Everything here runs as the job and is as untrusted as the rest of its output: student code can
+only ever make its own checks fail this way.
+
+Standard library and numpy only: this runs in the sandbox.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import resource
+import select
+import signal
+import struct
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+# Bound before any student code runs, so that rebinding os.* later cannot reach the harness.
+_fork, _exit, _waitpid, _kill, _killpg = os.fork, os._exit, os.waitpid, os.kill, os.killpg
+_pidfd_open, _read, _write, _close = os.pidfd_open, os.read, os.write, os.close
+_dumps, _loads = json.dumps, json.loads
+
+STACK_WAIT_S, STACK_QUIET_S, MAX_STACK = 0.3, 0.03, 64 * 1024
+MAX_SCAN = 1000  # /proc entries read to find what a check left behind
+_STUDENT_FRAME = re.compile(r'File "(<cell \d+>)", line (\d+) in (\S+)')
+
+Record = dict[str, Any]
+Execute = Callable[[dict[str, Any]], tuple[Record, dict[str, Any]]]  # check -> (record, arrays)
+Write = Callable[[str, Record, dict[str, Any]], None]  # check id, record, arrays
+Report = Callable[[str, Record], None]  # check id, status record
+
+
+@dataclass
+class _Runner:
+    pid: int
+    pidfd: int
+    commands: int  # parent -> runner: >I length + JSON {"check", "blocked"}
+    replies: int  # runner -> parent: b"D" done, b"R" done and retiring
+    stacks: int  # runner -> parent: faulthandler's dump on SIGUSR1
+    check: dict[str, Any] | None = None
+    started: float = 0.0
+
+
+@dataclass
+class Blocked:
+    """A student function that did not return within a check's timeout."""
+
+    file: str
+    line: int
+    name: str
+    by: str  # the check that timed out in it
+
+    def reason(self) -> str:
+        return (f"blocked by {self.by} timeout: {self.name} ({self.file[1:-1]}, line {self.line}) did not return "
+                "there, so it was not run again")[:200]
+
+
+@dataclass
+class Runners:
+    """The parent's side: runners, their checks and deadlines, and what is blocked."""
+
+    parallel: int
+    execute: Execute
+    write: Write
+    report: Report
+    clock: Callable[[], float]
+    runners: list[_Runner] = field(default_factory=list)
+    blocked: list[Blocked] = field(default_factory=list)
+
+    def run(self, checks: list[dict[str, Any]]) -> None:
+        """Every check in ``checks``, at most ``parallel`` at a time, each within its own timeout."""
+        pending = list(checks)
+        while pending or any(r.check for r in self.runners):
+            while pending and (idle := self._idle()) is not None:
+                check = pending.pop(0)
+                try:
+                    runner = idle if isinstance(idle, _Runner) else self._spawn()
+                except OSError as e:  # e.g. the job's own processes fill its process limit
+                    self.report(check["id"], {"status": "crashed", "duration_ms": 0.0,
+                                              "reason": f"the check could not start: {e.strerror} (too many processes?)"})
+                    continue
+                self._send(runner, check)
+            self._wait()
+
+    def close(self) -> None:
+        for runner in list(self.runners):
+            self._drop(runner)
+
+    # ---- scheduling ----------------------------------------------------------------------------
+
+    def _idle(self) -> _Runner | bool | None:
+        """An idle runner; True when a new one may be started; None when all are busy."""
+        for runner in self.runners:
+            if runner.check is None:
+                return runner
+        return True if len(self.runners) < max(1, self.parallel) else None
+
+    def _send(self, runner: _Runner, check: dict[str, Any]) -> None:
+        runner.check, runner.started = check, self.clock()
+        message = _dumps({"check": check, "blocked": [b.__dict__ for b in self.blocked]}).encode()
+        try:
+            _write_all(runner.commands, struct.pack(">I", len(message)) + message)
+        except OSError:
+            pass  # it died: its pidfd says so
+
+    def _wait(self) -> None:
+        busy = [r for r in self.runners if r.check is not None]
+        if not busy:
+            return
+        deadline = min(r.started + float(r.check["timeout_s"]) for r in busy if r.check is not None)
+        fds = [r.replies for r in busy] + [r.pidfd for r in self.runners]
+        ready = set(select.select(fds, [], [], max(0.0, deadline - self.clock()))[0])
+        for runner in list(self.runners):
+            if runner.replies in ready and runner.check is not None:
+                self._reply(runner)
+        for runner in list(self.runners):
+            if runner in self.runners and runner.pidfd in ready:
+                self._died(runner)
+        now = self.clock()
+        for runner in list(self.runners):
+            if runner in self.runners and runner.check is not None \
+                    and now >= runner.started + float(runner.check["timeout_s"]):
+                self._timed_out(runner)
+
+    def _reply(self, runner: _Runner) -> None:
+        try:
+            answer = _read(runner.replies, 1)
+        except OSError:
+            answer = b""
+        if answer not in (b"D", b"R"):
+            return  # it died mid-check (its pidfd says how) or wrote nonsense (it then times out)
+        runner.check = None
+        if answer == b"R":
+            self._drop(runner)
+
+    def _died(self, runner: _Runner) -> None:
+        """The runner ended; the check it was running (if any) gets the status of how it ended."""
+        check, started = runner.check, runner.started
+        status = self._drop(runner)
+        if check is None:
+            return
+        record: Record = {"status": "crashed"}
+        if os.WIFSIGNALED(status):
+            sig = os.WTERMSIG(status)
+            record = {"status": {int(signal.SIGXCPU): "timeout", int(signal.SIGKILL): "oom"}.get(sig, "crashed"),
+                      "signal": sig}
+        elif os.WIFEXITED(status):
+            record["exit_code"] = os.WEXITSTATUS(status)
+        record["duration_ms"] = round((self.clock() - started) * 1000, 1)
+        if not os.path.exists(os.path.join("out", f"{check['id']}.json")):
+            self.report(check["id"], record)
+
+    def _timed_out(self, runner: _Runner) -> None:
+        check, started = runner.check, runner.started
+        assert check is not None
+        where = _hung_in(self._stack(runner))
+        self._drop(runner)
+        self.report(check["id"], {"status": "timeout", "duration_ms": round((self.clock() - started) * 1000, 1)})
+        if where is None:
+            return
+        file, line, name = where
+        self.blocked.append(Blocked(file, line, name, check["id"]))
+        for other in list(self.runners):  # a check stuck in the same function elsewhere stops now
+            if other.check is not None and (place := _hung_in(self._stack(other))) is not None:
+                match = self._blocking(place[0], place[2])
+                if match is not None:
+                    other_check, other_started = other.check, other.started
+                    self._drop(other)
+                    self.report(other_check["id"], {"status": "timeout", "reason": match.reason(),
+                                                    "duration_ms": round((self.clock() - other_started) * 1000, 1)})
+
+    def _blocking(self, file: str, name: str) -> Blocked | None:
+        """The block of a function by its cell and name (the parent has no code objects to tell two
+        functions of one name in one cell apart; the runners' own guard does)."""
+        for b in self.blocked:
+            if (b.file, b.name) == (file, name):
+                return b
+        return None
+
+    # ---- processes -----------------------------------------------------------------------------
+
+    def _spawn(self) -> _Runner:
+        (cmd_r, cmd_w), (rep_r, rep_w), (stk_r, stk_w) = os.pipe(), os.pipe(), os.pipe()
+        try:
+            pid = _fork()
+        except OSError:
+            for fd in (cmd_r, cmd_w, rep_r, rep_w, stk_r, stk_w):
+                _close(fd)
+            raise
+        if pid == 0:
+            try:  # a runner never returns into the parent's loop, whatever escapes
+                _serve(cmd_r, rep_w, stk_w, self.execute, self.write, self.report)
+            finally:
+                _exit(3)
+        for fd in (cmd_r, rep_w, stk_w):
+            _close(fd)
+        runner = _Runner(pid, _pidfd_open(pid), cmd_w, rep_r, stk_r)
+        self.runners.append(runner)
+        return runner
+
+    def _drop(self, runner: _Runner) -> int:
+        """Kill the runner's whole process group, reap it, close its descriptors; its wait status."""
+        for kill in (_killpg, _kill):
+            try:
+                kill(runner.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        try:
+            status = _waitpid(runner.pid, 0)[1]
+        except ChildProcessError:
+            status = 0
+        for fd in (runner.pidfd, runner.commands, runner.replies, runner.stacks):
+            try:
+                _close(fd)
+            except OSError:
+                pass
+        self.runners.remove(runner)
+        return status
+
+    def _stack(self, runner: _Runner) -> str:
+        """What the runner's faulthandler writes when asked, up to the first complete student
+        frame (empty if it cannot answer in time)."""
+        while select.select([runner.stacks], [], [], 0)[0]:  # what an earlier request left unread
+            if not _read(runner.stacks, MAX_STACK):
+                return ""
+        try:
+            _kill(runner.pid, signal.SIGUSR1)
+        except (ProcessLookupError, PermissionError):
+            return ""
+        data = bytearray()
+        end = self.clock() + STACK_WAIT_S
+        while len(data) < MAX_STACK and (left := end - self.clock()) > 0:
+            if not select.select([runner.stacks], [], [], min(STACK_QUIET_S, left) if data else left)[0]:
+                if data:
+                    break  # it has finished writing
+                continue
+            chunk = _read(runner.stacks, MAX_STACK - len(data))
+            if not chunk:
+                break
+            data += chunk
+            if _STUDENT_FRAME.search(data.decode("utf-8", "replace").rpartition("\n")[0]):
+                break
+        return data.decode("utf-8", "replace")
+
+
+def _hung_in(stack: str) -> tuple[str, int, str] | None:
+    """The innermost student frame of a faulthandler dump (file, line, function name)."""
+    found = _STUDENT_FRAME.search(stack)
+    return (found.group(1), int(found.group(2)), found.group(3)) if found else None
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    while data:
+        data = data[_write(fd, data):]
+
+
+# ---- in a runner ------------------------------------------------------------------------------
+
+
+class _BlockedCall(BaseException):
+    """Raised where a check calls a function that already hung in another check."""
+
+
+def _serve(commands: int, replies: int, stacks: int, execute: Execute, write: Write, report: Report) -> None:
+    """A runner's loop: one check per command, until the parent closes the pipe."""
+    try:
+        import faulthandler
+        import random
+
+        import numpy as np
+
+        os.setpgid(0, 0)
+        _close_except({0, 1, 2, commands, replies, stacks})
+        faulthandler.register(signal.SIGUSR1, file=stacks, all_threads=True, chain=False)
+        generators = np.random.get_state(), random.getstate()
+        me = os.getpid()
+        while True:
+            message = _command(commands)
+            if message is None:
+                _exit(0)
+            check = message["check"]
+            np.random.set_state(generators[0])
+            random.setstate(generators[1])
+            _cpu_budget(float(check["timeout_s"]))
+            blocked = [Blocked(**b) for b in message.get("blocked", ())]
+            last_pid = _last_pid()
+            hit = _guard(blocked)
+            try:
+                record, arrays = execute(check)
+            finally:
+                sys.setprofile(None)
+            if hit:
+                report(check["id"], {"status": "timeout", "reason": hit[0].reason(), "duration_ms": record["duration_ms"]})
+            else:
+                try:
+                    write(check["id"], record, arrays)
+                except BaseException:
+                    _exit(3)
+            retire = _left_something(me, last_pid)
+            _write_all(replies, b"R" if retire else b"D")
+            if retire:
+                _exit(0)
+    except BaseException:
+        _exit(3)
+
+
+def _command(fd: int) -> dict[str, Any] | None:
+    header = _read_exactly(fd, 4)
+    if header is None:
+        return None
+    body = _read_exactly(fd, struct.unpack(">I", header)[0])
+    return None if body is None else dict(_loads(body))
+
+
+def _read_exactly(fd: int, n: int) -> bytes | None:
+    data = bytearray()
+    while len(data) < n:
+        chunk = _read(fd, n - len(data))
+        if not chunk:
+            return None
+        data += chunk
+    return bytes(data)
+
+
+def _close_except(keep: set[int]) -> None:
+    """The parent's other descriptors (other runners' pipes, the supervisor's socket) stay with it."""
+    low = 0
+    for fd in sorted(keep):
+        if fd > low:  # os.closerange(n, n) would close every descriptor from n up
+            os.closerange(low, fd)
+        low = fd + 1
+    os.closerange(low, 1024)
+
+
+def _cpu_budget(timeout_s: float) -> None:
+    """CPU seconds for this check on top of what the runner used so far (never above the job's)."""
+    used = resource.getrusage(resource.RUSAGE_SELF)
+    soft = int(used.ru_utime + used.ru_stime + timeout_s) + 2
+    hard = resource.getrlimit(resource.RLIMIT_CPU)[1]
+    try:
+        resource.setrlimit(resource.RLIMIT_CPU, (soft if hard == resource.RLIM_INFINITY else min(soft, hard), hard))
+    except (OSError, ValueError):
+        pass
+
+
+def _guard(blocked: list[Blocked]) -> list[Blocked]:
+    """Stop the check at a call of a blocked function; the returned list holds the block that hit."""
+    hit: list[Blocked] = []
+    if not blocked:
+        return hit
+    wanted = {(b.file, b.name): b for b in blocked}
+    lines: dict[Any, frozenset[int]] = {}
+
+    def profile(frame: Any, event: str, arg: Any) -> None:
+        if event != "call":
+            return
+        code = frame.f_code
+        match = wanted.get((code.co_filename, code.co_name))
+        if match is None:
+            return
+        if code not in lines:
+            lines[code] = frozenset(line for _, _, line in code.co_lines() if line is not None)
+        if match.line in lines[code]:
+            hit.append(match)
+            raise _BlockedCall(match.by)
+
+    sys.setprofile(profile)
+    return hit
+
+
+def _last_pid() -> str:
+    """The newest process id of this PID namespace: it changes whenever any process is made."""
+    try:
+        with open("/proc/loadavg", "rb") as f:
+            return f.read().split()[-1].decode()
+    except OSError:
+        return ""
+
+
+def _left_something(me: int, before: str) -> bool:
+    """Did the check leave a thread, a child or a member of our process group behind?"""
+    try:
+        if len(os.listdir(f"/proc/{me}/task")) > 1:
+            return True
+        with open(f"/proc/{me}/task/{me}/children", "rb") as f:
+            if f.read().strip():
+                return True
+    except OSError:
+        return True
+    if _last_pid() == before:
+        return False  # nobody made a process meanwhile
+    entries = os.listdir("/proc")
+    if len(entries) > MAX_SCAN:
+        return True  # the host's own /proc (no PID namespace): not worth reading; retire instead
+    for entry in entries:
+        if entry.isdigit() and int(entry) != me:
+            try:
+                with open(f"/proc/{entry}/stat", "rb") as f:
+                    fields = f.read().rsplit(b")", 1)[1].split()
+            except (OSError, IndexError):
+                continue
+            if len(fields) > 2 and fields[2] == str(me).encode() and fields[0] != b"Z":
+                return True
+    return False
