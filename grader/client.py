@@ -20,10 +20,11 @@ def terminal() -> dict[str, object]:
 
 
 def run_request(request: dict[str, object], *, use_daemon: bool = True) -> int:
-    """Through the warm daemon when there is one (local backend), else here, in a new session."""
+    """Through the warm daemon when there is one, else here, in a new session. The daemon keeps
+    every backend warm: the local zygote, and Docker containers started ahead of their job."""
     from . import daemon
 
-    wants_daemon = use_daemon and request.get("backend") == "local" and daemon.enabled()
+    wants_daemon = use_daemon and daemon.enabled()
     if wants_daemon and (code := daemon.run(request)) is not None:
         return code
     # Start the sandbox first: its interpreter boots on the other core while this process imports.
@@ -38,5 +39,5 @@ def run_request(request: dict[str, object], *, use_daemon: bool = True) -> int:
         code = execute(GradeRequest.model_validate(request), session, sys.stdout, sys.stderr)
     sys.stdout.flush()
     if wants_daemon:  # after the answer: the daemon's start never delays this run
-        daemon.spawn()
+        daemon.spawn(str(request.get("backend", "local")))
     return code

@@ -97,8 +97,9 @@ def stop() -> bool:
         return False
 
 
-def serve(path: Path) -> None:
-    """Listen on ``path`` until IDLE_S seconds pass without a request; one session serves them all."""
+def serve(path: Path, backends: tuple[str, ...] = ("local",)) -> None:
+    """Listen on ``path`` until IDLE_S seconds pass without a request; one session serves them all.
+    ``backends`` are warmed before the first request (the others on their first request)."""
     from .session import Session
 
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -113,7 +114,7 @@ def serve(path: Path) -> None:
         return  # another daemon got there first
     listener.listen(8)
     session = Session()
-    _warm_up(session)
+    _warm_up(session, backends)
     from .settings import settings
 
     idle = settings().daemon_idle_s
@@ -136,14 +137,15 @@ def serve(path: Path) -> None:
         session.close()
 
 
-def _warm_up(session: Session) -> None:
-    """Pay the imports and start the default sandbox and reference worker before the first request."""
+def _warm_up(session: Session, backends: tuple[str, ...]) -> None:
+    """Pay the imports and start the sandboxes and the reference worker before the first request."""
     import rich.console
     import rich.table  # noqa: F401
 
     from . import commands, pipeline, report  # noqa: F401
 
-    session.warm("local", None)
+    for backend in dict.fromkeys(backends):
+        session.warm(backend, None)
 
 
 def _handle_safely(request: object, session: Session) -> dict[str, object]:
@@ -162,13 +164,17 @@ def _handle_safely(request: object, session: Session) -> dict[str, object]:
     return {"exit": code, "stdout": out.getvalue(), "stderr": err.getvalue()}
 
 
-def spawn() -> None:
-    """Start a daemon in the background (detached, silent) for the next run."""
+def spawn(backend: str = "local") -> None:
+    """Start a daemon in the background (detached, silent) for the next run, with ``backend``
+    warm too."""
+    from .sandbox import BACKENDS
+
     path = socket_path()
+    warm = ["local"] + ([backend] if backend in BACKENDS and backend != "local" else [])
     with contextlib.suppress(OSError):
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         subprocess.Popen(
-            [sys.executable, "-m", "grader.daemon", str(path)], start_new_session=True,
+            [sys.executable, "-m", "grader.daemon", str(path), *warm], start_new_session=True,
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, close_fds=True,
         )
 
@@ -200,4 +206,4 @@ def _exactly(sock: socket.socket, n: int) -> bytes:
 
 
 if __name__ == "__main__":
-    serve(Path(sys.argv[1]))
+    serve(Path(sys.argv[1]), tuple(sys.argv[2:]) or ("local",))

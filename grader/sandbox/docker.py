@@ -21,14 +21,20 @@ harness and the runtime):
   (``grader/sandbox/stream.py`` has the records).
 - the host reads the multiplexed attach stream: stderr goes into the log through a 1 MiB cap,
   stdout is parsed by ``OutputStream`` with caps on names, sizes, file count and total bytes, and
-  the files are written into ``workdir/out`` only after a complete, well-formed stream ends with
-  ``E`` (names are checked against a whitelist; no links, no absolute paths, no ``..``, no
-  overwrites). Everything in that stream is untrusted: student code runs as the same user as the
-  bootstrap and could forge it, exactly as it could forge files in ``out/`` on the local backend;
-  ``grader.channel`` validates every byte before anything is scored.
+  the files are returned only after a complete, well-formed stream ends with ``E`` (names are
+  checked against a whitelist; no links, no absolute paths, no ``..``, no overwrites). Everything
+  in that stream is untrusted: student code runs as the same user as the bootstrap and could forge
+  it, exactly as it could forge files in ``out/`` on the local backend; ``grader.channel``
+  validates every byte before anything is scored.
+
+Containers are started ahead of their job (a small pool, as many as runs were seen at once, made in
+the background after each run): the bootstrap imports numpy and the harness, then waits on stdin,
+so a job pays neither the engine's create and start nor Python's and numpy's. Each container still
+gets exactly one submission and is then removed; it holds nothing before its job arrives.
 
 If the bootstrap does not answer ``S`` within ``STOP_GRACE_S`` the container is killed. In every
-case (success, deadline, error, Ctrl-C) the container is force-removed in a ``finally`` (retried
+case (success, deadline, error, Ctrl-C) the container is force-removed, by a background thread that
+starts in a ``finally`` (the answer does not wait for the engine; ``close`` waits for it, retried
 through a second Ctrl-C). If the grader itself dies (SIGKILL), the attach connection closes, the
 bootstrap reads EOF on stdin and ends everything, and ``auto_remove`` deletes the container (under a
 second in practice); the bootstrap's backstop (``total deadline + BACKSTOP_GRACE_S``) covers a lost
@@ -68,6 +74,7 @@ USER = "65534:65534"
 STOP_GRACE_S = 3.0
 BACKSTOP_GRACE_S = 5.0
 MAX_INPUT_BYTES = 32 * 1024 * 1024
+MAX_SPARES = 4
 
 @dataclass(frozen=True)
 class DockerLimits:
@@ -307,6 +314,12 @@ class DockerSandbox:
         except Exception as e:
             raise SandboxError(f"the sandbox image {self.tag} is not available: {e}") from None
         self._warnings = self._engine_warnings()
+        self._pool_lock = threading.Lock()
+        self._spares: list[_Started] = []
+        self._workers: set[threading.Thread] = set()
+        self._making = self._running = 0
+        self._target = 1  # containers kept waiting: as many as runs seen at once
+        self._closed = False
 
     def _engine_warnings(self) -> tuple[str, ...]:
         try:
@@ -330,10 +343,20 @@ class DockerSandbox:
                            warnings=self._warnings, limits=self.limits.as_dict())
 
     def start(self) -> None:
-        """Nothing to warm up: each submission gets a fresh container (about 0.3 s to create and start)."""
+        """Start a container ahead of the first job (in the background)."""
+        self._replenish()
 
     def close(self) -> None:
-        """Remove any container of this process that a run could not remove (normally none)."""
+        """Remove the waiting containers and any container of this process that a run could not
+        remove (normally none), after the removals still under way."""
+        with self._pool_lock:
+            self._closed = True
+            spares, self._spares = self._spares, []
+            workers = list(self._workers)
+        for spare in spares:
+            spare.discard(self.client)
+        for worker in workers:
+            worker.join()
         with _live_lock:
             refs = [ref for ref, owner in _live.items() if owner == id(self)]
         for ref in refs:
@@ -342,10 +365,91 @@ class DockerSandbox:
     def container_config(self, run_id: str | None = None) -> dict[str, Any]:
         return container_config(self.image_id, self.limits, run_id, self.labels)
 
-    def run(self, job: Job, chunks: Sequence[Chunk], workdir: Path, hide: Sequence[Path] = ()) -> RunResult:
-        """``hide`` is moot here: no host path is visible inside the container."""
+    # ---- the pool: containers started ahead of their job -----------------------------------------
+
+    def _launch(self) -> _Started:
+        """Create, attach and start one container; its bootstrap imports numpy and the harness and
+        then waits for a job on stdin."""
         import docker  # type: ignore[import-untyped,unused-ignore]
 
+        config = self.container_config()
+        name = config["name"]
+        with _live_lock:
+            _live[name] = id(self)
+        sock: Any = None
+        try:
+            container = self.client.containers.create(**config)
+            sock = self.client.api.attach_socket(container.id, params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1})
+            raw = getattr(sock, "_sock", sock)
+            assert raw is not None
+            raw.settimeout(None)
+            reader = _Attach(raw, self.limits.tmpfs_mb * 1024 * 1024)
+            reader.start()
+            container.start()
+            return _Started(name, sock, raw, reader)
+        except BaseException as e:
+            if sock is not None:
+                _close(getattr(sock, "_sock", sock), sock)
+            _remove(self.client, name)
+            if isinstance(e, docker.errors.APIError):
+                raise SandboxError(f"could not start the sandbox container: {e}") from None
+            raise
+
+    def _take(self) -> _Started:
+        """A waiting container (one that is still alive), else a new one."""
+        with self._pool_lock:
+            self._running += 1
+            self._target = min(MAX_SPARES, max(self._target, self._running))
+            while self._spares:
+                spare = self._spares.pop(0)
+                if not spare.reader.finished():
+                    return spare
+                self._background(spare.discard, self.client)
+        return self._launch()
+
+    def _replenish(self) -> None:
+        """Start containers in the background until as many wait as runs were seen at once."""
+        with self._pool_lock:
+            if self._closed or len(self._spares) + self._making >= self._target:
+                return
+            self._making += 1
+        self._background(self._make_spare)
+
+    def _make_spare(self) -> None:
+        try:
+            spare = self._launch()
+        except BaseException:  # the next run starts its own container and reports the problem
+            with self._pool_lock:
+                self._making -= 1
+            return
+        with self._pool_lock:
+            self._making -= 1
+            keep = not self._closed
+            if keep:
+                self._spares.append(spare)
+        if not keep:
+            spare.discard(self.client)
+        self._replenish()
+
+    def _background(self, fn: Callable[..., None], *args: Any) -> None:
+        def work() -> None:
+            try:
+                fn(*args)
+            except BaseException:  # the atexit sweep and close() remove what is left
+                pass
+            finally:
+                with self._pool_lock:
+                    self._workers.discard(thread)
+
+        thread = threading.Thread(target=work, daemon=True)
+        with self._pool_lock:
+            self._workers.add(thread)
+        thread.start()
+
+    # ---- one job -------------------------------------------------------------------------------
+
+    def run(self, job: Job, chunks: Sequence[Chunk], workdir: Path, hide: Sequence[Path] = ()) -> RunResult:
+        """``hide`` is moot here: no host path is visible inside the container."""
         started = time.monotonic()
         write_job(workdir, job, chunks)
         job_bytes = (workdir / "job.json").read_bytes()
@@ -354,30 +458,13 @@ class DockerSandbox:
             raise SandboxError("the job is too large to send into the sandbox")
         import_deadline, total_deadline = deadlines(job)
         backstop = total_deadline + BACKSTOP_GRACE_S
-        config = self.container_config()
-        name = config["name"]
-        with _live_lock:
-            _live[name] = id(self)
-        sock: Any = None
-        raw: socket.socket | None = None
-        reader: _Attach | None = None
+        box: _Started | None = None
         killed: str | None = None
-        notes: list[str] = []
         try:
+            box = self._take()
+            reader = box.reader
             try:
-                container = self.client.containers.create(**config)
-                sock = self.client.api.attach_socket(
-                    container.id, params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1})
-                raw = getattr(sock, "_sock", sock)
-                assert raw is not None
-                raw.settimeout(None)
-                reader = _Attach(raw, self.limits.tmpfs_mb * 1024 * 1024)
-                reader.start()
-                container.start()
-                header = struct.pack(">IId", len(job_bytes), len(student_bytes), backstop)
-                raw.sendall(header + job_bytes + student_bytes)
-            except docker.errors.APIError as e:
-                raise SandboxError(f"could not start the sandbox container: {e}") from None
+                box.raw.sendall(struct.pack(">IId", len(job_bytes), len(student_bytes), backstop) + job_bytes + student_bytes)
             except OSError as e:
                 raise SandboxError(f"lost the connection to the sandbox container: {e}") from None
             t0 = time.monotonic()
@@ -394,30 +481,55 @@ class DockerSandbox:
                     reader.cond.wait(max(limit - elapsed, 0.0) + 0.005)
             if killed:
                 try:
-                    raw.sendall(b"S")
+                    box.raw.sendall(b"S")
                 except OSError:
                     pass
                 with reader.cond:
                     reader.cond.wait_for(reader.finished, timeout=STOP_GRACE_S)
+            outputs, log = _collected(reader)
         finally:
-            _remove(self.client, name)
-            if raw is not None:
-                _close(raw, sock)
-            if reader is not None:
-                reader.join(timeout=2)
-        stream = reader.stream
-        outputs: dict[str, bytes] = {}
-        with reader.cond:
-            if stream.ended and not stream.broken:
-                outputs = dict(stream.files)
-            elif stream.broken:
-                notes.append(f"[sandbox] output stream rejected: {stream.broken}")
-            else:
-                notes.append("[sandbox] the container ended without sending its outputs")
-            log = reader.text()
-        if notes:
-            log = (log + "\n" if log else "") + "\n".join(notes)
+            with self._pool_lock:
+                self._running -= 1
+            if box is not None:  # killed and removed whatever happened; the answer need not wait for it
+                self._background(box.discard, self.client)
+            self._replenish()  # the next job's container starts while this answer is judged
         return RunResult(outputs, log, killed, time.monotonic() - started)
+
+
+@dataclass
+class _Started:
+    """A started container, its attach connection and the thread reading it."""
+
+    name: str
+    sock: Any
+    raw: socket.socket
+    reader: _Attach
+
+    def discard(self, client: Any) -> None:
+        """Kill and remove the container, then close the connection."""
+        try:
+            _remove(client, self.name)
+        finally:
+            _close(self.raw, self.sock)
+            self.reader.join(timeout=2)
+
+
+def _collected(reader: _Attach) -> tuple[dict[str, bytes], str]:
+    """The outputs of a complete, well-formed stream (else none, with a note why) and the log."""
+    notes = []
+    outputs: dict[str, bytes] = {}
+    with reader.cond:
+        stream = reader.stream
+        if stream.ended and not stream.broken:
+            outputs = dict(stream.files)
+        elif stream.broken:
+            notes.append(f"[sandbox] output stream rejected: {stream.broken}")
+        else:
+            notes.append("[sandbox] the container ended without sending its outputs")
+        log = reader.text()
+    if notes:
+        log = (log + "\n" if log else "") + "\n".join(notes)
+    return outputs, log
 
 
 def _close(raw: socket.socket, wrapper: Any) -> None:
