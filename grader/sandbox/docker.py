@@ -75,6 +75,7 @@ STOP_GRACE_S = 3.0
 BACKSTOP_GRACE_S = 5.0
 MAX_INPUT_BYTES = 32 * 1024 * 1024
 MAX_SPARES = 4
+SPARE_WAIT_S = 20.0  # a run waits this long for the container being started for it
 
 @dataclass(frozen=True)
 class DockerLimits:
@@ -253,8 +254,14 @@ def _wait_gone(client: Any, ref: str, timeout: float) -> bool:
     return interrupted
 
 
+_exiting = False  # set at interpreter exit: no container is started after the sweep
+
+
 @atexit.register
 def _remove_live() -> None:
+    global _exiting
+    with _live_lock:
+        _exiting = True
     if not _live:
         return
     try:
@@ -315,9 +322,10 @@ class DockerSandbox:
             raise SandboxError(f"the sandbox image {self.tag} is not available: {e}") from None
         self._warnings = self._engine_warnings()
         self._pool_lock = threading.Lock()
+        self._pool_ready = threading.Condition(self._pool_lock)  # a spare was added (or failed)
         self._spares: list[_Started] = []
         self._workers: set[threading.Thread] = set()
-        self._making = self._running = 0
+        self._making = self._running = self._waiting = 0
         self._target = 1  # containers kept waiting: as many as runs seen at once
         self._closed = False
 
@@ -375,6 +383,8 @@ class DockerSandbox:
         config = self.container_config()
         name = config["name"]
         with _live_lock:
+            if _exiting:
+                raise SandboxError("the grader is exiting")
             _live[name] = id(self)
         sock: Any = None
         try:
@@ -396,15 +406,23 @@ class DockerSandbox:
             raise
 
     def _take(self) -> _Started:
-        """A waiting container (one that is still alive), else a new one."""
-        with self._pool_lock:
+        """A waiting container that is still alive; else the one being started, once it is ready
+        (it is further along than a new one would be); else a new one."""
+        with self._pool_ready:
             self._running += 1
             self._target = min(MAX_SPARES, max(self._target, self._running))
-            while self._spares:
-                spare = self._spares.pop(0)
-                if not spare.reader.finished():
-                    return spare
-                self._background(spare.discard, self.client)
+            end = time.monotonic() + SPARE_WAIT_S
+            while True:
+                while self._spares:
+                    spare = self._spares.pop(0)
+                    if not spare.reader.finished():
+                        return spare
+                    self._background(spare.discard, self.client)
+                if self._making <= self._waiting or time.monotonic() >= end:
+                    break
+                self._waiting += 1
+                self._pool_ready.wait(end - time.monotonic())
+                self._waiting -= 1
         return self._launch()
 
     def _replenish(self) -> None:
@@ -419,14 +437,16 @@ class DockerSandbox:
         try:
             spare = self._launch()
         except BaseException:  # the next run starts its own container and reports the problem
-            with self._pool_lock:
+            with self._pool_ready:
                 self._making -= 1
+                self._pool_ready.notify_all()
             return
-        with self._pool_lock:
+        with self._pool_ready:
             self._making -= 1
             keep = not self._closed
             if keep:
                 self._spares.append(spare)
+            self._pool_ready.notify_all()
         if not keep:
             spare.discard(self.client)
         self._replenish()
