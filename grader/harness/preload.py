@@ -27,6 +27,10 @@ def preload() -> None:
 
     from . import isolate, probes, run, runners, seccomp, selftest, supervisor  # noqa: F401
 
+    try:
+        seccomp.library()  # loaded once here rather than by every job
+    except OSError:
+        pass  # the job's own setup reports it
     _import_tree(probes.__name__)
     _import_tree("grader.modules")  # every unit's probes (the bundle holds nothing else there)
     bundle = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

@@ -41,17 +41,27 @@ class _Arg(ctypes.Structure):
     _fields_ = (("arg", ctypes.c_uint), ("op", ctypes.c_int), ("a", ctypes.c_uint64), ("b", ctypes.c_uint64))
 
 
+_loaded: list[ctypes.CDLL] = []
+
+
+def library() -> ctypes.CDLL:
+    """libseccomp, loaded once per process (the zygote loads it before it forks any job)."""
+    if not _loaded:
+        path = ctypes.util.find_library("seccomp") or "libseccomp.so.2"
+        try:
+            _loaded.append(ctypes.CDLL(path, use_errno=True))
+        except OSError as e:
+            raise OSError(f"libseccomp is not installed ({e}); install the libseccomp2 package") from e
+    return _loaded[0]
+
+
 def install(unix_sockets: bool = True) -> None:
     """Load the filter into this process (inherited by every child); OSError when it cannot be.
 
     Without ``unix_sockets`` (fallback mode, which shares the host's file system and network
     namespace) no socket can be made at all: the host's Unix-socket services (D-Bus, syslog,
     databases, abstract sockets such as X11's) stay out of reach. ``socketpair`` still works."""
-    path = ctypes.util.find_library("seccomp") or "libseccomp.so.2"
-    try:
-        lib = ctypes.CDLL(path, use_errno=True)
-    except OSError as e:
-        raise OSError(f"libseccomp is not installed ({e}); install the libseccomp2 package") from e
+    lib = library()
     lib.seccomp_init.restype = ctypes.c_void_p
     lib.seccomp_init.argtypes = (ctypes.c_uint32,)
     lib.seccomp_syscall_resolve_name.argtypes = (ctypes.c_char_p,)

@@ -5,7 +5,7 @@ A zygote process (numpy, the course runtime and the harness already imported) fo
 per submission (``grader.harness.zygote``); the child isolates itself, self-tests, and runs the
 harness under a supervisor that streams the results back (``grader.harness.supervisor``). The
 host keeps every deadline, reads the stream as untrusted input, and in a ``finally`` kills the
-job, removes its cgroups and (without namespaces) every process of its uid.
+job and (without namespaces) every process of its uid, and removes its cgroups (in the background).
 
 Two uses, one mechanism:
 - practice (``official=False``, ``grader grade``, ``tito test``): grades with whatever layers the
@@ -134,6 +134,7 @@ class LocalSandbox:
         self._zygote: subprocess.Popen[bytes] | None = None
         self._sock: socket.socket | None = None
         self._verified: tuple[str, ...] | None = None
+        self._removals: set[threading.Thread] = set()
 
     def info(self) -> BackendInfo:
         from ..models import BackendInfo
@@ -175,6 +176,28 @@ class LocalSandbox:
     def close(self) -> None:
         with self._lock:
             self._restart()
+            removals = list(self._removals)
+        for thread in removals:
+            thread.join()
+
+    def _remove_later(self, cgroups: JobCgroups) -> None:
+        """Remove a finished job's cgroups in the background: its processes are dead already (its
+        PID namespace ended with its init, or the uid sweep killed them), and the answer need not
+        wait for the kernel to let go of the groups. ``close`` waits for it."""
+        if not cgroups.dirs:
+            return
+
+        def remove() -> None:
+            try:
+                cgroups.remove()
+            finally:
+                with self._lock:
+                    self._removals.discard(thread)
+
+        thread = threading.Thread(target=remove, daemon=True)
+        with self._lock:
+            self._removals.add(thread)
+        thread.start()
 
     def run(self, job: Job, chunks: Sequence[Chunk], workdir: Path, hide: Sequence[Path] = ()) -> RunResult:
         started = time.monotonic()
@@ -222,9 +245,9 @@ class LocalSandbox:
                 _kill(pid)  # the PID namespace's init dies with it (PDEATHSIG), and so does everything inside
             if pidfd >= 0:
                 os.close(pidfd)
-            cgroups.remove()
             if uid is not None and self.mode == "fallback":
                 self._sweep(uid)
+            self._remove_later(cgroups)
             for f in files[1:]:
                 f.close()
         if log is not None:
