@@ -102,8 +102,20 @@ class Runners:
             self._wait()
 
     def close(self) -> None:
-        for runner in list(self.runners):
-            self._drop(runner)
+        """End every runner: its command pipe closes (it exits when it reads that), and its
+        process group is killed; the supervisor's final sweep reaps what is left."""
+        for runner in self.runners:
+            for fd in (runner.commands, runner.replies, runner.stacks, runner.pidfd):
+                try:
+                    _close(fd)
+                except OSError:
+                    pass
+            for kill in (_killpg, _kill):
+                try:
+                    kill(runner.pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+        self.runners.clear()
 
     # ---- scheduling ----------------------------------------------------------------------------
 

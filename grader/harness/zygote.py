@@ -4,19 +4,24 @@ fork one isolated child per submission. The zygote itself never runs student cod
 Protocol on a Unix socket (one request at a time):
 - ``{"kill_uid": N}``: kill every process of host uid N (root only; the fallback mode's sweep);
   answered ``{"killed": true}``.
-- a job request (see ``grader.sandbox.local``): the zygote forks the job's first process, moves it
-  into the job's cgroups, lets it go, and answers ``{"pid", "cgroups"}`` with four descriptors: a
-  pidfd of the child, the read ends of its log pipe and of its result stream, and the write end of
-  its control pipe (``S`` or EOF stops the job).
+- a sandbox request (see ``grader.sandbox.local``): the zygote forks the job's first process, moves
+  it into the job's cgroups, lets it go, and answers ``{"pid", "cgroups"}`` with five descriptors:
+  a pidfd of the child, the read ends of its log pipe and of its result stream, and the write ends
+  of its control pipe (``S`` or EOF stops the job) and of its job pipe. The child isolates itself
+  and self-tests at once, then waits for its one job on the job pipe (``>IId``: the sizes of
+  job.json and student.json and the job's CPU seconds, then the two files), so a sandbox can be
+  made ready before its job exists; EOF there ends it.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import resource
 import signal
 import socket
 import stat
+import struct
 import sys
 import time
 from typing import Any
@@ -37,22 +42,26 @@ def serve(fd: int) -> None:
             _sweep(int(request["kill_uid"]))
             sock.send(b'{"killed": true}')
             continue
-        pipes = [os.pipe() for _ in range(4)]  # log, result, control, go
-        (log_r, log_w), (res_r, res_w), (ctl_r, ctl_w), (go_r, go_w) = pipes
+        pipes = [os.pipe() for _ in range(5)]  # log, result, control, go, job
+        (log_r, log_w), (res_r, res_w), (ctl_r, ctl_w), (go_r, go_w), (job_r, job_w) = pipes
         pid = os.fork()
         if pid == 0:
-            sock.close()
-            for fd_ in (log_r, res_r, ctl_w, go_w):
-                os.close(fd_)
-            _child(request, log_w, res_w, ctl_r, go_r)
-        for fd_ in (log_w, res_w, ctl_r, go_r):
+            try:  # never return into this loop, whatever escapes
+                sock.close()
+                for fd_ in (log_r, res_r, ctl_w, go_w, job_w):
+                    os.close(fd_)
+                _child(request, log_w, res_w, ctl_r, go_r, job_r)
+            finally:
+                os._exit(70)
+        for fd_ in (log_w, res_w, ctl_r, go_r, job_r):
             os.close(fd_)
         joined = _join_cgroups(pid, request.get("cgroups", {}))
         os.write(go_w, b"g")
         os.close(go_w)
         pidfd = os.pidfd_open(pid)
-        socket.send_fds(sock, [json.dumps({"pid": pid, "cgroups": joined}).encode()], [pidfd, log_r, res_r, ctl_w])
-        for fd_ in (pidfd, log_r, res_r, ctl_w):
+        answer = json.dumps({"pid": pid, "cgroups": joined}).encode()
+        socket.send_fds(sock, [answer], [pidfd, log_r, res_r, ctl_w, job_w])
+        for fd_ in (pidfd, log_r, res_r, ctl_w, job_w):
             os.close(fd_)
 
 
@@ -158,8 +167,8 @@ def _purge_dir(dir_fd: int, uid: int, budget: list[int], depth: int) -> None:
             continue
 
 
-def _child(request: dict[str, Any], log_fd: int, out_fd: int, control_fd: int, go_fd: int) -> None:
-    """The job's first process: isolate, self-test, then supervise the harness."""
+def _child(request: dict[str, Any], log_fd: int, out_fd: int, control_fd: int, go_fd: int, job_fd: int) -> None:
+    """The job's first process: isolate, self-test, wait for the job, then supervise the harness."""
     from . import isolate, seccomp, selftest, supervisor
 
     try:
@@ -169,7 +178,7 @@ def _child(request: dict[str, Any], log_fd: int, out_fd: int, control_fd: int, g
         os.dup2(devnull, 0)
         os.dup2(log_fd, 1)
         os.dup2(log_fd, 2)
-        keep = {0, 1, 2, out_fd, control_fd, go_fd}
+        keep = {0, 1, 2, out_fd, control_fd, go_fd, job_fd}
         for fd in range(3, 1024):
             if fd not in keep:
                 try:
@@ -180,8 +189,6 @@ def _child(request: dict[str, Any], log_fd: int, out_fd: int, control_fd: int, g
             os._exit(70)
         os.close(go_fd)
         workdir, mode = request["workdir"], request["mode"]
-        job = _read(os.path.join(workdir, "job.json"))
-        student = _read(os.path.join(workdir, "student.json"))
         uid, gid = request.get("uid"), request.get("gid")
         if mode == "namespaces":
             isolate.unshare_namespaces()
@@ -206,6 +213,8 @@ def _child(request: dict[str, Any], log_fd: int, out_fd: int, control_fd: int, g
         os.environ.clear()
         os.environ.update(request["env"], HOME=workdir, TMPDIR=workdir)
         report = selftest.run(request)
+        job, student, cpu_s = _receive_job(job_fd)
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s))  # the job's own budget, below the ceiling
     except BaseException as e:  # isolation failed: never run the job without it
         os.write(2, f"sandbox setup failed: {type(e).__name__}: {e}\n".encode())
         os._exit(70)
@@ -225,9 +234,27 @@ def supervisor_subreaper() -> None:
     ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: orphans of the job come to us
 
 
-def _read(path: str) -> bytes:
-    with open(path, "rb") as f:
-        return f.read()
+MAX_JOB_BYTES = 32 * 1024 * 1024
+
+
+def _receive_job(fd: int) -> tuple[bytes, bytes, int]:
+    """(job.json, student.json, CPU seconds) from the host; EOF (a sandbox never used) ends us."""
+    job_size, student_size, cpu_s = struct.unpack(">IId", _read_exactly(fd, 16))
+    if max(job_size, student_size) > MAX_JOB_BYTES:
+        os._exit(70)
+    job, student = _read_exactly(fd, job_size), _read_exactly(fd, student_size)
+    os.close(fd)
+    return job, student, max(1, int(cpu_s))
+
+
+def _read_exactly(fd: int, n: int) -> bytes:
+    data = bytearray()
+    while len(data) < n:
+        chunk = os.read(fd, min(1 << 20, n - len(data)))
+        if not chunk:
+            os._exit(0)
+        data += chunk
+    return bytes(data)
 
 
 def _wait_and_exit(pid: int) -> None:

@@ -21,13 +21,15 @@ import json
 import os
 import random
 import select
+import shutil
 import socket
+import struct
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
@@ -37,7 +39,7 @@ from ..paths import expected_cache_dir, harness_parent
 from . import RunResult
 from .bundle import ensure_bundle
 from .cgroup import CgroupLimits, JobCgroups
-from .process import CappedReader, deadlines, write_job
+from .process import CappedReader, deadlines
 from .stream import OutputStream
 
 if TYPE_CHECKING:
@@ -46,6 +48,9 @@ if TYPE_CHECKING:
 
 ZYGOTE = "import sys; sys.path[:0] = [{path!r}]; import grader.harness.zygote as z; z.serve({fd})"
 FORK_TIMEOUT_S = 10.0
+MAX_READY = 4
+MAX_JOB_BYTES = 32 * 1024 * 1024
+CPU_CEILING_S = 3600  # a ready sandbox's CPU limit until its job lowers it to the job's own
 STOP_GRACE_S = 3.0
 UID_BASE, UID_SPAN = 1_990_000_000, 1_000_000  # a fresh host uid per job when the grader is root
 CGROUP_LAYERS = ("memory-cgroup", "pids-cgroup", "cpu-cgroup")
@@ -134,7 +139,12 @@ class LocalSandbox:
         self._zygote: subprocess.Popen[bytes] | None = None
         self._sock: socket.socket | None = None
         self._verified: tuple[str, ...] | None = None
-        self._removals: set[threading.Thread] = set()
+        self._pool = _Background()
+        self._spares: list[_Box] = []  # sandboxes isolated, self-tested and waiting for a job
+        self._ready = threading.Condition(self._lock)  # a sandbox got ready (or failed to)
+        self._making = self._running = self._waiting = 0
+        self._target = 1  # sandboxes kept ready: as many as runs seen at once
+        self._closed = False
 
     def info(self) -> BackendInfo:
         from ..models import BackendInfo
@@ -150,115 +160,163 @@ class LocalSandbox:
                            limits={k: v for k, v in asdict(self.limits).items()})
 
     def start(self) -> None:
-        """Start the zygote now (about 0.2 s of imports); official grading also proves its layers here."""
+        """Start the zygote now (about 0.2 s of imports) and make a sandbox ready for the first job;
+        official grading also proves its layers here."""
         with self._lock:
             self._ensure_zygote()
         if self.official and self._verified is None:
             self.verify()
+        self._replenish(self._key(()))
 
     def verify(self) -> tuple[str, ...]:
         """Run an empty job and return the layers it verified; official: refuse if one is missing."""
-        import tempfile
-
         from ..plan import Job
 
-        workdir = Path(tempfile.mkdtemp(prefix="grader-selftest-"))
-        try:
-            empty = Job(module="selftest", probes="grader.harness.probes", seed=0, import_timeout_s=10,
-                        total_timeout_s=10, checks=())
-            self.run(empty, [], workdir)
-        finally:
-            import shutil
-
-            shutil.rmtree(workdir, ignore_errors=True)
+        empty = Job(module="selftest", probes="grader.harness.probes", seed=0, import_timeout_s=10,
+                    total_timeout_s=10, checks=())
+        self.run(empty, [], Path("/nonexistent"))
         return self._verified or ()
 
     def close(self) -> None:
         with self._lock:
-            self._restart()
-            removals = list(self._removals)
-        for thread in removals:
-            thread.join()
-
-    def _remove_later(self, cgroups: JobCgroups) -> None:
-        """Remove a finished job's cgroups in the background: its processes are dead already (its
-        PID namespace ended with its init, or the uid sweep killed them), and the answer need not
-        wait for the kernel to let go of the groups. ``close`` waits for it."""
-        if not cgroups.dirs:
-            return
-
-        def remove() -> None:
-            try:
-                cgroups.remove()
-            finally:
-                with self._lock:
-                    self._removals.discard(thread)
-
-        thread = threading.Thread(target=remove, daemon=True)
+            self._closed = True
+            spares, self._spares = self._spares, []
+        for box in spares:
+            box.discard()
+        self._pool.close()
+        for box in spares:
+            box.cleanup()
         with self._lock:
-            self._removals.add(thread)
-        thread.start()
+            self._restart()
 
     def run(self, job: Job, chunks: Sequence[Chunk], workdir: Path, hide: Sequence[Path] = ()) -> RunResult:
+        """``workdir`` is not used: the job's files go to the sandbox through its job pipe."""
         started = time.monotonic()
         if self.official and self.mode == "none":
             raise SandboxUnavailable(
                 "official grading needs Linux namespaces or root: this machine allows neither for the local backend. "
                 "Use --backend docker, run the grader as root, or grade as practice.")
-        write_job(workdir, job, chunks)
-        for name in ("job.json", "student.json"):
-            os.chmod(workdir / name, 0o600)
+        job_bytes = job.model_dump_json().encode()
+        student_bytes = json.dumps({"chunks": [c.model_dump() for c in chunks]}).encode()
+        if max(len(job_bytes), len(student_bytes)) > MAX_JOB_BYTES:
+            raise SandboxError("the job is too large to send into the sandbox")
+        key = self._key(hide)
+        with self._lock:
+            self._running += 1
+            self._target = min(MAX_READY, max(self._target, self._running))
+        try:
+            box = self._take(key)
+            try:
+                cpu_s = int(deadlines(job)[1]) + 1
+                try:
+                    _write_all(box.job_fd, struct.pack(">IId", len(job_bytes), len(student_bytes), cpu_s)
+                               + job_bytes + student_bytes)
+                except OSError:
+                    pass  # it died while it waited: the stream says what it could
+                killed = _supervise(box.results, box.pidfd, box.control, job)
+            finally:
+                box.discard()
+                if box.uid is not None and self.mode == "fallback":
+                    self._sweep(box.uid)
+                self._pool.later(box.cleanup)
+        finally:
+            with self._lock:
+                self._running -= 1
+            self._replenish(key)  # the next job's sandbox gets ready while this answer is judged
+        log, stream = box.log, box.stream
+        # Every process of the job is dead, or killed before the stream's end: once the log pipe is
+        # empty nothing more can come (its end closes when they are gone; cleanup waits for that).
+        log.settle(timeout=2)
+        layers = self._layers(stream, box.joined)
+        complete = stream.ended and not stream.broken  # a broken or cut stream gives no outputs at all
+        note = f"\n[sandbox] output stream rejected: {stream.broken}" if stream.broken else ""
+        return RunResult(dict(stream.files) if complete else {}, log.text() + note, killed,
+                         time.monotonic() - started, isolation=layers)
+
+    # ---- sandboxes made ready before their job -------------------------------------------------
+
+    def _key(self, hide: Sequence[Path]) -> tuple[str, ...]:
+        """What a ready sandbox was made for besides its job: the paths it hides."""
+        return tuple(str(p) for p in (*staff_paths(), expected_cache_dir(), *hide))
+
+    def _take(self, key: tuple[str, ...]) -> _Box:
+        """A ready sandbox made for ``key`` that still waits for its job; else the one being made,
+        once it is ready (it is further along than a new one would be); else a new one."""
+        end = time.monotonic() + FORK_TIMEOUT_S
+        while True:
+            with self._ready:
+                mine = [b for b in self._spares if b.key == key]
+                self._spares = [b for b in self._spares if b.key != key]
+                if not mine and self._making > self._waiting and time.monotonic() < end:
+                    self._waiting += 1
+                    self._ready.wait(end - time.monotonic())
+                    self._waiting -= 1
+                    continue
+            taken = None
+            for box in mine:
+                if taken is None and box.waiting():
+                    taken = box
+                else:
+                    box.discard()
+                    self._pool.later(box.cleanup)
+            if taken is not None or not mine:
+                return taken or self._prepare(key)
+
+    def _replenish(self, key: tuple[str, ...]) -> None:
+        """Ready sandboxes for ``key`` in the background, as many as runs were seen at once."""
+        with self._lock:
+            if self._closed or sum(1 for b in self._spares if b.key == key) + self._making >= self._target:
+                return
+            self._making += 1
+        self._pool.later(self._make_spare, key)
+
+    def _make_spare(self, key: tuple[str, ...]) -> None:
+        box = None
+        try:
+            box = self._prepare(key)
+        finally:
+            with self._ready:
+                self._making -= 1
+                keep = box is not None and not self._closed
+                if keep:
+                    self._spares.append(box)  # type: ignore[arg-type]
+                self._ready.notify_all()
+        if box is not None and not keep:
+            box.discard()
+            box.cleanup()
+
+    def _prepare(self, key: tuple[str, ...]) -> _Box:
+        """Fork a sandbox from the zygote: it isolates itself, self-tests and waits for its job."""
+        import tempfile
+
+        workdir = Path(tempfile.mkdtemp(prefix="grader-job-"))
         os.chmod(workdir, 0o700)
         uid = UID_BASE + random.randrange(UID_SPAN) if os.getuid() == 0 and self.mode != "none" else None
-        hidden = [str(p) for p in (*staff_paths(), expected_cache_dir(), *hide)]
+        hidden = list(key)
+        expected_cache_dir().mkdir(parents=True, exist_ok=True)  # exists before any sandbox, so it is hidden
         if self.mode == "fallback":
             _protect(hidden)
         checkout = source_checkout()
         if checkout is not None:  # covered with namespaces; never closed behind its owner's back in
             hidden.append(str(checkout))  # fallback mode, where the self-test refuses while it is open
         cgroups = JobCgroups.create(CgroupLimits(self.limits.memory_mb, self.limits.max_processes,
-                                                 cpus=float(max(1, job.parallel))))
+                                                 cpus=float(max(1, min(2, os.cpu_count() or 1)))))
         request = {
             "workdir": str(workdir), "mode": self.mode, "uid": uid, "gid": uid, "strict": self.official,
             "hide": hidden,
-            "limits": {**asdict(self.limits), "cpu_s": int(deadlines(job)[1]) + 1},
+            "limits": {**asdict(self.limits), "cpu_s": CPU_CEILING_S},
             "env": scrubbed_env(Path("/tmp/work")), "bundle": str(ensure_bundle()),
             "tmp_mb": self.limits.tmp_mb, "tmp_inodes": self.limits.tmp_inodes, "host_ns": _host_namespaces(),
             "cgroups": cgroups.procs,
         }
-        pid = pidfd = -1
-        joined: list[str] = []
-        log: CappedReader | None = None
-        files: list[IO[bytes]] = []
-        stream = OutputStream(max_total=self.limits.tmp_mb * 1024 * 1024)
+        box = _Box(key, workdir, uid, cgroups, OutputStream(max_total=self.limits.tmp_mb * 1024 * 1024))
         try:
-            pid, pidfd, log_fd, res_fd, ctl_fd, joined = self._fork(request)
-            log = CappedReader(os.fdopen(log_fd, "rb"))
-            results = _StreamReader(os.fdopen(res_fd, "rb", buffering=0), stream)
-            control = os.fdopen(ctl_fd, "wb", buffering=0)
-            files += [log.stream, results.source, control]
-            log.start()
-            results.start()
-            killed = _supervise(results, pidfd, control, job)
-        finally:
-            if pid > 0:
-                _kill(pid)  # the PID namespace's init dies with it (PDEATHSIG), and so does everything inside
-            if pidfd >= 0:
-                os.close(pidfd)
-            if uid is not None and self.mode == "fallback":
-                self._sweep(uid)
-            self._remove_later(cgroups)
-            for f in files[1:]:
-                f.close()
-        if log is not None:
-            log.join(timeout=2)
-            if not log.is_alive():  # a writer that somehow survived must not block us here
-                log.stream.close()
-        layers = self._layers(stream, joined)
-        complete = stream.ended and not stream.broken  # a broken or cut stream gives no outputs at all
-        note = f"\n[sandbox] output stream rejected: {stream.broken}" if stream.broken else ""
-        return RunResult(dict(stream.files) if complete else {}, (log.text() if log else "") + note, killed,
-                         time.monotonic() - started, isolation=layers)
+            pid, fds, box.joined = self._fork(request)
+        except BaseException:
+            box.cleanup()
+            raise
+        box.attach(pid, *fds)
+        return box
 
     def _layers(self, stream: OutputStream, joined: Sequence[str]) -> tuple[str, ...]:
         """What was verified for this run; official grading refuses when something is missing."""
@@ -278,17 +336,18 @@ class LocalSandbox:
                 f"{', '.join(missing)}. {_fix(missing)}")
         return layers
 
-    def _fork(self, request: Mapping[str, object]) -> tuple[int, int, int, int, int, list[str]]:
+    def _fork(self, request: Mapping[str, object]) -> tuple[int, tuple[int, int, int, int, int], list[str]]:
+        """(pid, its pidfd and the log, result, control and job descriptors, the cgroups it joined)."""
         with self._lock:
             for _attempt in (1, 2):  # a zygote that died is restarted once
                 sock = self._ensure_zygote()
                 sock.settimeout(FORK_TIMEOUT_S)
                 try:
                     sock.sendall(json.dumps(request).encode())
-                    message, fds, _, _ = socket.recv_fds(sock, 4096, 4)
-                    if len(fds) == 4:
+                    message, fds, _, _ = socket.recv_fds(sock, 4096, 5)
+                    if len(fds) == 5:
                         answer = json.loads(message)
-                        return int(answer["pid"]), fds[0], fds[1], fds[2], fds[3], list(answer["cgroups"])
+                        return int(answer["pid"]), (fds[0], fds[1], fds[2], fds[3], fds[4]), list(answer["cgroups"])
                     for fd in fds:
                         os.close(fd)
                 except OSError:
@@ -379,6 +438,101 @@ def _fix(missing: Sequence[str]) -> str:
     if "seccomp-filter" in missing:
         return "Install libseccomp2 (Debian: apt-get install libseccomp2), or use --backend docker."
     return "Use --backend docker, or grade as practice."
+
+
+class _Background:
+    """Work that the answer need not wait for (removing a finished job, readying the next
+    sandbox), on daemon threads; ``close`` waits for all of it."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._threads: set[threading.Thread] = set()
+
+    def later(self, fn: Callable[..., object], *args: object) -> None:
+        def work() -> None:
+            try:
+                fn(*args)
+            except Exception:  # a sandbox that could not be readied is made again when needed
+                pass
+            finally:
+                with self._lock:
+                    self._threads.discard(thread)
+
+        thread = threading.Thread(target=work, daemon=True)
+        with self._lock:
+            self._threads.add(thread)
+        thread.start()
+
+    def close(self) -> None:
+        while True:
+            with self._lock:
+                threads = list(self._threads)
+            if not threads:
+                return
+            for thread in threads:
+                thread.join()
+
+
+@dataclass
+class _Box:
+    """One sandbox: forked, isolating itself or waiting for its job, or done."""
+
+    key: tuple[str, ...]
+    workdir: Path
+    uid: int | None
+    cgroups: JobCgroups
+    stream: OutputStream
+    joined: list[str] = field(default_factory=list)
+    pid: int = -1
+    pidfd: int = -1
+    job_fd: int = -1
+    log: CappedReader = field(init=False)
+    results: _StreamReader = field(init=False)
+    control: IO[bytes] = field(init=False)
+
+    def attach(self, pid: int, pidfd: int, log_fd: int, res_fd: int, ctl_fd: int, job_fd: int) -> None:
+        self.pid, self.pidfd, self.job_fd = pid, pidfd, job_fd
+        self.log = CappedReader(os.fdopen(log_fd, "rb"))
+        self.results = _StreamReader(os.fdopen(res_fd, "rb", buffering=0), self.stream)
+        self.control = os.fdopen(ctl_fd, "wb", buffering=0)
+        self.log.start()
+        self.results.start()
+
+    def waiting(self) -> bool:
+        """Still alive, and nothing went wrong while it got ready."""
+        return self.pidfd >= 0 and not select.select([self.pidfd], [], [], 0)[0] and not self.results.done()
+
+    def discard(self) -> None:
+        """Kill the sandbox (its PID namespace's init dies with it, and so does everything inside)."""
+        if self.pid > 0:
+            _kill(self.pid)
+        for fd in (self.pidfd, self.job_fd):
+            if fd >= 0:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        self.pidfd = self.job_fd = -1
+        if self.pid > 0:
+            for f in (self.results.source, self.control):
+                f.close()
+
+    def cleanup(self) -> None:
+        """Remove its cgroups and its directory on the host, once it is dead."""
+        try:
+            self.cgroups.remove()
+        finally:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+            if self.pid > 0:
+                self.log.join(timeout=2)
+                if not self.log.is_alive():
+                    self.log.stream.close()
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
 
 
 class _StreamReader(threading.Thread):

@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sys
 import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
@@ -37,16 +39,45 @@ class CappedReader(threading.Thread):
     def __init__(self, stream: IO[bytes], cap: int = OUTPUT_CAP) -> None:
         super().__init__(daemon=True)
         self.stream, self.cap, self.kept, self.dropped = stream, cap, bytearray(), 0
+        self._waiting = threading.Event()  # set while blocked in read with everything before it kept
 
     def run(self) -> None:
-        while chunk := self.stream.read(65536):
+        fd = self.stream.fileno()
+        while True:
+            self._waiting.set()
+            chunk = os.read(fd, 65536)
+            self._waiting.clear()
+            if not chunk:
+                break
             room = self.cap - len(self.kept)
             self.kept += chunk[:room]
             self.dropped += max(0, len(chunk) - room)
 
+    def settle(self, timeout: float) -> None:
+        """Wait until everything written so far is kept: the writer's end closed, or nothing is
+        left in the pipe while this thread waits for more (the writers are known to be done)."""
+        end = time.monotonic() + timeout
+        while self.is_alive() and time.monotonic() < end:
+            if self._waiting.is_set() and _pending(self.stream.fileno()) == 0:
+                return
+            time.sleep(0.0005)
+
     def text(self) -> str:
         tail = f"\n[... {self.dropped} more bytes dropped]" if self.dropped else ""
         return self.kept.decode("utf-8", "replace") + tail
+
+
+def _pending(fd: int) -> int:
+    """Bytes waiting in a pipe (FIONREAD); -1 when it cannot be told."""
+    import fcntl
+    import termios
+
+    buf = bytearray(4)
+    try:
+        fcntl.ioctl(fd, termios.FIONREAD, buf)
+    except OSError:
+        return -1
+    return int.from_bytes(buf, sys.byteorder)
 
 
 def kill_group(pgid: int) -> None:
