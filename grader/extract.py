@@ -16,6 +16,7 @@ costs only itself.
 from __future__ import annotations
 
 import ast
+import copy
 import re
 import symtable
 import threading
@@ -135,7 +136,7 @@ def _redefinition_notes(stmts: Sequence[_Stmt], targets: Iterable[str]) -> Itera
     redefinitions): the kept statements run in notebook order, so the last one is graded."""
     for name in targets:
         binding = [s for s in stmts if name in s.binds]
-        if len({_normalized(s) for s in binding}) > 1:
+        if len(binding) > 1 and len({_normalized(s) for s in binding}) > 1:
             cells = ", ".join(dict.fromkeys(str(s.cell) for s in binding))
             yield (f"{name} is defined more than once (cells {cells}); as when the notebook runs from top to "
                    f"bottom, the last definition (cell {binding[-1].cell}) is the one graded")
@@ -211,8 +212,17 @@ def _drop_kind(node: ast.stmt) -> DropKind | None:
 
 
 def _summary(node: ast.stmt, source: str) -> str:
+    """The statement's first line as Python would print it (a compound statement's header only:
+    its body is never unparsed)."""
     try:
-        text = ast.unparse(node) if not isinstance(node, ast.If) else "if " + ast.unparse(node.test) + ":"
+        if isinstance(node, ast.If):
+            text = "if " + ast.unparse(node.test) + ":"
+        else:
+            header = copy.copy(node)
+            for part in ("body", "orelse", "handlers", "finalbody", "cases"):
+                if getattr(header, part, None):
+                    setattr(header, part, [ast.Pass()] if part == "body" else [])
+            text = ast.unparse(header)
     except RecursionError:  # ast.unparse recurses in Python: very deep expressions exceed the limit
         text = source
     return (text.splitlines() or [""])[0][:80]
