@@ -50,6 +50,20 @@ def run_batch(
 ) -> BatchOutcome:
     """Grade every submission in ``source`` that has no up-to-date result in ``results_dir``."""
     loaded = load_rubric(rubric)
+    # One sandbox and one reference worker for the whole batch, shared by the workers; they start
+    # now, on the other core, while the store and the submissions are read.
+    session = Session(official=True)
+    if backend == "local":
+        threading.Thread(target=session.warm, args=(backend, rubric), daemon=True).start()
+    try:
+        return _run(source, results_dir, loaded, session, backend=backend, workers=workers, force=force,
+                    on_start=on_start, on_done=on_done)
+    finally:
+        session.close()
+
+
+def _run(source: Path, results_dir: Path, loaded: Rubric, session: Session, *, backend: str, workers: int | None,
+         force: bool, on_start: Callable[[Discovery, int], None] | None, on_done: Progress | None) -> BatchOutcome:
     store = SQLiteStore(results_dir)
     scratch = Path(tempfile.mkdtemp(prefix="grader-batch-"))
     try:
@@ -67,17 +81,16 @@ def run_batch(
                 todo.append((entry, key))
         if on_start is not None:
             on_start(found, len(todo))
-        _grade_all(todo, loaded, backend, workers or os.cpu_count() or 1, store, outcome, on_done)
+        _grade_all(todo, session, loaded, backend, workers or os.cpu_count() or 1, store, outcome, on_done)
         return outcome
     finally:
         store.close()
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def _grade_all(todo: list[tuple[Entry, str]], rubric: Rubric, backend: str, workers: int, store: SQLiteStore,
-               outcome: BatchOutcome, on_done: Progress | None) -> None:
+def _grade_all(todo: list[tuple[Entry, str]], session: Session, rubric: Rubric, backend: str, workers: int,
+               store: SQLiteStore, outcome: BatchOutcome, on_done: Progress | None) -> None:
     local = threading.local()
-    session = Session(official=True)  # one sandbox and one reference worker, shared by the workers
 
     def grade_one(entry: Entry, key: str) -> StoredResult:
         if not hasattr(local, "grader"):
@@ -100,23 +113,20 @@ def _grade_all(todo: list[tuple[Entry, str]], rubric: Rubric, backend: str, work
         return StoredResult(**base, status="graded", reason="", score=report.score, max_score=report.max_score,
                             report=report, graded_at=now())
 
-    try:
-        with ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="grade") as pool:
-            futures = {pool.submit(grade_one, entry, key): entry for entry, key in todo}
-            for future in as_completed(futures):
-                result = future.result()
-                store.put(result)  # committed now: a kill after this line loses nothing
-                write_student_report(store.path.parent, result)
-                if result.status == "graded":
-                    outcome.graded += 1
-                elif result.status == "invalid":
-                    outcome.invalid += 1
-                else:
-                    outcome.failed += 1
-                if on_done is not None:
-                    on_done(futures[future].student_id, result)
-    finally:
-        session.close()
+    with ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="grade") as pool:
+        futures = {pool.submit(grade_one, entry, key): entry for entry, key in todo}
+        for future in as_completed(futures):
+            result = future.result()
+            store.put(result)  # committed now: a kill after this line loses nothing
+            write_student_report(store.path.parent, result)
+            if result.status == "graded":
+                outcome.graded += 1
+            elif result.status == "invalid":
+                outcome.invalid += 1
+            else:
+                outcome.failed += 1
+            if on_done is not None:
+                on_done(futures[future].student_id, result)
 
 
 def _sha256(path: Path) -> str:
