@@ -73,8 +73,8 @@ class Session:
             sandbox = self.sandbox(backend)
             if isinstance(sandbox, Startable):
                 sandbox.start()
-        except GraderError:
-            pass  # an unavailable backend: grading itself says so, with the fix
+        except (GraderError, RuntimeError):
+            pass  # an unavailable backend (grading itself says so, with the fix), or a session closed meanwhile
 
         def start_oracle() -> None:
             try:

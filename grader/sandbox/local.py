@@ -22,6 +22,7 @@ import os
 import random
 import select
 import shutil
+import signal
 import socket
 import struct
 import subprocess
@@ -163,6 +164,8 @@ class LocalSandbox:
         """Start the zygote now (about 0.2 s of imports) and make a sandbox ready for the first job;
         official grading also proves its layers here."""
         with self._lock:
+            if self._closed:
+                return
             self._ensure_zygote()
         if self.official and self._verified is None:
             self.verify()
@@ -367,6 +370,8 @@ class LocalSandbox:
                 self._restart()
 
     def _ensure_zygote(self) -> socket.socket:
+        if self._closed:
+            raise SandboxError("this sandbox is closed")
         if self._sock is not None and self._zygote is not None and self._zygote.poll() is None:
             return self._sock
         self._restart()
@@ -503,9 +508,18 @@ class _Box:
         return self.pidfd >= 0 and not select.select([self.pidfd], [], [], 0)[0] and not self.results.done()
 
     def discard(self) -> None:
-        """Kill the sandbox (its PID namespace's init dies with it, and so does everything inside)."""
-        if self.pid > 0:
-            _kill(self.pid)
+        """Kill the sandbox (its PID namespace's init dies with it, and so does everything inside).
+        Its process group only while it is alive (after that its number may be another's)."""
+        if self.pidfd >= 0:
+            if not select.select([self.pidfd], [], [], 0)[0]:
+                try:
+                    os.killpg(self.pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+            try:
+                signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
+            except (ProcessLookupError, OSError):
+                pass
         for fd in (self.pidfd, self.job_fd):
             if fd >= 0:
                 try:
@@ -592,12 +606,3 @@ def _supervise(reader: _StreamReader, pidfd: int, control: IO[bytes], job: Job) 
                 reader.cond.wait(timeout=end - time.monotonic())
     return killed
 
-
-def _kill(pid: int) -> None:
-    import signal
-
-    for kill in (os.killpg, os.kill):
-        try:
-            kill(pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import signal
 import sys
 import threading
@@ -39,27 +40,28 @@ class CappedReader(threading.Thread):
     def __init__(self, stream: IO[bytes], cap: int = OUTPUT_CAP) -> None:
         super().__init__(daemon=True)
         self.stream, self.cap, self.kept, self.dropped = stream, cap, bytearray(), 0
-        self._waiting = threading.Event()  # set while blocked in read with everything before it kept
+        self._fd = stream.fileno()
+        self._lock = threading.Lock()  # held from each read until its bytes are kept
 
     def run(self) -> None:
-        fd = self.stream.fileno()
         while True:
-            self._waiting.set()
-            chunk = os.read(fd, 65536)
-            self._waiting.clear()
-            if not chunk:
-                break
-            room = self.cap - len(self.kept)
-            self.kept += chunk[:room]
-            self.dropped += max(0, len(chunk) - room)
+            select.select([self._fd], [], [])
+            with self._lock:
+                chunk = os.read(self._fd, 65536)
+                if not chunk:
+                    return
+                room = self.cap - len(self.kept)
+                self.kept += chunk[:room]
+                self.dropped += max(0, len(chunk) - room)
 
     def settle(self, timeout: float) -> None:
-        """Wait until everything written so far is kept: the writer's end closed, or nothing is
-        left in the pipe while this thread waits for more (the writers are known to be done)."""
+        """Wait until everything written so far is kept: the writers' end closed, or nothing is
+        left in the pipe (for writers known to be done)."""
         end = time.monotonic() + timeout
         while self.is_alive() and time.monotonic() < end:
-            if self._waiting.is_set() and _pending(self.stream.fileno()) == 0:
-                return
+            with self._lock:
+                if _pending(self._fd) == 0:
+                    return
             time.sleep(0.0005)
 
     def text(self) -> str:
