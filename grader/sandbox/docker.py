@@ -373,6 +373,22 @@ class DockerSandbox:
     def container_config(self, run_id: str | None = None) -> dict[str, Any]:
         return container_config(self.image_id, self.limits, run_id, self.labels)
 
+    def waiting(self) -> list[str]:
+        """The names of the containers started ahead of a job and still waiting for it (none of
+        them has run anything but the bootstrap)."""
+        with self._pool_lock:
+            return [spare.name for spare in self._spares]
+
+    def settle(self) -> None:
+        """Wait for the work done in the background: used containers removed, waiting ones started."""
+        while True:
+            with self._pool_lock:
+                workers = list(self._workers)
+            if not workers:
+                return
+            for worker in workers:
+                worker.join()
+
     # ---- the pool: containers started ahead of their job -----------------------------------------
 
     def _launch(self) -> _Started:

@@ -83,12 +83,20 @@ def fast_rubric(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
-def labelled(docker_client: Any, test_labels: dict[str, str]) -> Any:
-    """A function listing this session's grader containers (running or not)."""
+def labelled(docker_client: Any, test_labels: dict[str, str], sandbox: Any) -> Any:
+    """A function listing this session's grader containers (running or not), once the session
+    sandbox's background work is done, except those it keeps waiting for a job (they never ran one)."""
     from grader.sandbox.docker import LABEL
 
     wanted = [f"{LABEL}=1", *(f"{k}={v}" for k, v in test_labels.items())]
-    return lambda: list(docker_client.api.containers(all=True, filters={"label": wanted}))
+
+    def listed() -> list[Any]:
+        sandbox.settle()
+        waiting = {f"/{name}" for name in sandbox.waiting()}
+        return [c for c in docker_client.api.containers(all=True, filters={"label": wanted})
+                if not waiting & set(c.get("Names") or ())]
+
+    return listed
 
 
 @pytest.fixture
