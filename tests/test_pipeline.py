@@ -7,6 +7,7 @@ import io
 import json
 import os
 import textwrap
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -88,6 +89,25 @@ def test_a_hang_in_one_check_does_not_sink_the_others(fast_grader: Grader, tmp_p
     got = statuses(fast_grader.grade(path))
     assert got["sin_pos0"] == got["sin_values"] == "timeout"
     assert got["emb_lookup"] == got["grad_accumulate"] == got["pe_grad"] == "passed"
+
+
+def test_a_hung_method_costs_one_timeout_and_later_checks_say_why(fast_grader: Grader, tmp_path: Path) -> None:
+    """Once forward has hung for one check, the checks that call it again stop at once, saying
+    which check it hung in; the checks that never call it still pass."""
+    path = variant(tmp_path, "hung_forward.ipynb", (
+        "def _hang(self, *args, **kwargs):\n    while True:\n        pass\n\n\nEmbedding.forward = _hang\n"))
+    started = time.monotonic()
+    report = fast_grader.grade(path)
+    took = time.monotonic() - started
+    got = statuses(report)
+    timeout_s = fast_grader.rubric.checks[0].timeout_s
+    assert took < 3 * timeout_s + 1, f"took {took:.1f} s with {timeout_s} s per check"
+    calls_forward = ("emb_shape", "emb_lookup", "grad_accumulate", "layer_scale")
+    assert {got[c] for c in calls_forward} == {"timeout"}
+    blocked = [c for c in report.checks if c.status == "timeout" and "blocked by" in c.message]
+    assert len(blocked) >= len(calls_forward) - 2
+    assert all("_hang" in c.message for c in blocked)
+    assert got["sin_values"] == got["pe_init"] == got["emb_params"] == "passed"
 
 
 @pytest.mark.parametrize(

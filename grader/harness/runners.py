@@ -30,6 +30,7 @@ import select
 import signal
 import struct
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -315,13 +316,18 @@ def _serve(commands: int, replies: int, stacks: int, execute: Execute, write: Wr
             _cpu_budget(float(check["timeout_s"]))
             blocked = [Blocked(**b) for b in message.get("blocked", ())]
             last_pid = _last_pid()
+            started = time.monotonic()
             hit = _guard(blocked)
             try:
                 record, arrays = execute(check)
+            except BaseException:
+                if not hit:
+                    raise
             finally:
                 sys.setprofile(None)
             if hit:
-                report(check["id"], {"status": "timeout", "reason": hit[0].reason(), "duration_ms": record["duration_ms"]})
+                report(check["id"], {"status": "timeout", "reason": hit[0].reason(),
+                                     "duration_ms": round((time.monotonic() - started) * 1000, 1)})
             else:
                 try:
                     write(check["id"], record, arrays)
