@@ -240,7 +240,7 @@ class LocalSandbox:
 
     def _key(self, hide: Sequence[Path]) -> tuple[str, ...]:
         """What a ready sandbox was made for besides its job: the paths it hides."""
-        return tuple(str(p) for p in (*staff_paths(), expected_cache_dir(), *hide))
+        return tuple(dict.fromkeys(str(p) for p in (*staff_paths(), expected_cache_dir(), *hide)))
 
     def _take(self, key: tuple[str, ...]) -> _Box:
         """A ready sandbox made for ``key`` that still waits for its job; else the one being made,
