@@ -37,6 +37,7 @@ class Grader:
         limits: LoadLimits = LoadLimits(),
         reference: ReferenceOracle | None = None,
         official: bool = False,
+        parallel: int | None = None,
     ) -> None:
         self.rubric = rubric if isinstance(rubric, Rubric) else load_rubric(rubric)
         # A Grader closes only what it made; a sandbox or reference worker passed in (by a Session,
@@ -47,6 +48,7 @@ class Grader:
         unit = modules.get(self.rubric.module)
         self.rules, self.probes = unit.judge_rules(), unit.load_probes()
         self.public_only, self.seed, self.limits = public_only, seed, limits
+        self.parallel = parallel  # checks of one submission run at once (default: the plan's, up to 2)
         expected_cache_dir().mkdir(parents=True, exist_ok=True)  # exists before any sandbox, so it is hidden
 
     def start(self) -> None:
@@ -88,6 +90,8 @@ class Grader:
         blocked = outcomes.blocked(module, checks)
         runnable = tuple(c for c in checks if c.id not in blocked)
         job = plan(self.rubric, runnable, seed)
+        if self.parallel is not None:
+            job = job.model_copy(update={"parallel": max(1, self.parallel)})
         results = dict(blocked)
         import_errors: tuple[str, ...] = ()
         backend = self.sandbox.info()

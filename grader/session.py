@@ -87,15 +87,16 @@ class Session:
         threading.Thread(target=start_oracle, daemon=True).start()
 
     def grader(self, rubric: Rubric | str | Path | None = None, *, module: str | None = None, backend: str = "local",
-               public_only: bool = False, seed: int | None = None) -> Grader:
+               public_only: bool = False, seed: int | None = None, parallel: int | None = None) -> Grader:
         """A grader for one rubric (default: the rubric of ``module``, or of the only installed
-        course module) on this session's sandbox and oracle; closing it closes nothing."""
+        course module) on this session's sandbox and oracle; closing it closes nothing.
+        ``parallel``: checks of one submission run at once (default: up to 2)."""
         from .pipeline import Grader
         from .rubric import load_rubric
 
         loaded = rubric if not isinstance(rubric, str | Path | None) else load_rubric(rubric, module=module)
         return Grader(loaded, self.sandbox(backend), public_only=public_only, seed=seed,
-                      reference=self.oracle(loaded.module))
+                      reference=self.oracle(loaded.module), parallel=parallel)
 
     def grade(self, path: str | Path, rubric: Rubric | str | Path | None = None, **options: object) -> GradeReport:
         """Grade one file: ``Session().grade("nb.ipynb")``."""

@@ -91,10 +91,13 @@ def _run(source: Path, results_dir: Path, loaded: Rubric, session: Session, *, b
 def _grade_all(todo: list[tuple[Entry, str]], session: Session, rubric: Rubric, backend: str, workers: int,
                store: SQLiteStore, outcome: BatchOutcome, on_done: Progress | None) -> None:
     local = threading.local()
+    # Submissions graded side by side already keep the cores busy: each runs its checks one at a
+    # time then (a second runner process per submission would cost CPU, not save time).
+    parallel = max(1, (os.cpu_count() or 1) // max(1, workers))
 
     def grade_one(entry: Entry, key: str) -> StoredResult:
         if not hasattr(local, "grader"):
-            local.grader = session.grader(rubric, backend=backend)
+            local.grader = session.grader(rubric, backend=backend, parallel=parallel)
         base = dict(student_id=entry.student_id, cache_key=key, sha256=key.split(":")[0],
                     file_name=shown_name(entry.path.name, 255), name=entry.name, email=entry.email,
                     submitted_at=entry.submitted_at)
