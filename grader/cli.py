@@ -66,9 +66,13 @@ def main(argv: list[str] | None = None, *, use_daemon: bool = True) -> int:
 
         return run_request(grade_request(args), use_daemon=use_daemon)
     if args.command == "batch":
+        from .session import Session
+
+        session = Session(official=True)
+        session.warm_in_background(args.backend, args.rubric)  # boots while the rest is imported
         from .batch.cli import batch
 
-        return batch(args)
+        return batch(args, session)
     if args.command == "daemon":
         from . import daemon
 

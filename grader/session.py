@@ -86,6 +86,12 @@ class Session:
 
         threading.Thread(target=start_oracle, daemon=True).start()
 
+    def warm_in_background(self, backend: str = "local", rubric: str | Path | None = None) -> None:
+        """``warm`` on a thread of its own (the local backend only: a Docker sandbox has nothing to
+        boot), so that the caller goes on importing and reading meanwhile."""
+        if backend == "local":
+            threading.Thread(target=self.warm, args=(backend, rubric), daemon=True).start()
+
     def grader(self, rubric: Rubric | str | Path | None = None, *, module: str | None = None, backend: str = "local",
                public_only: bool = False, seed: int | None = None, parallel: int | None = None) -> Grader:
         """A grader for one rubric (default: the rubric of ``module``, or of the only installed

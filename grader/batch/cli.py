@@ -10,6 +10,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from ..errors import GraderError
+from ..session import Session
 from .layouts import Discovery
 from .runner import run_batch
 from .store import StoredResult
@@ -17,7 +18,7 @@ from .store import StoredResult
 EXIT_OK, EXIT_USAGE = 0, 2
 
 
-def batch(args: argparse.Namespace) -> int:
+def batch(args: argparse.Namespace, session: Session | None = None) -> int:
     console, errors = Console(), Console(stderr=True)
     failures = 0
     progress = Progress(
@@ -47,7 +48,7 @@ def batch(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     try:
         outcome = run_batch(args.source, args.out, rubric=args.rubric, backend=args.backend, workers=args.workers,
-                            force=args.force, on_start=started, on_done=done)
+                            force=args.force, on_start=started, on_done=done, session=session)
     except GraderError as e:
         progress.stop()
         errors.print(f"[red]error:[/] {escape(str(e))}", highlight=False)

@@ -47,15 +47,17 @@ def run_batch(
     force: bool = False,
     on_start: Callable[[Discovery, int], None] | None = None,
     on_done: Progress | None = None,
+    session: Session | None = None,
 ) -> BatchOutcome:
-    """Grade every submission in ``source`` that has no up-to-date result in ``results_dir``."""
-    loaded = load_rubric(rubric)
-    # One sandbox and one reference worker for the whole batch, shared by the workers; they start
-    # now, on the other core, while the store and the submissions are read.
-    session = Session(official=True)
-    if backend == "local":
-        threading.Thread(target=session.warm, args=(backend, rubric), daemon=True).start()
+    """Grade every submission in ``source`` that has no up-to-date result in ``results_dir``.
+
+    One official session (one sandbox and one reference worker, shared by the workers) grades the
+    batch; ``session`` is one the caller made and warmed early. This call closes it."""
+    if session is None:
+        session = Session(official=True)
+        session.warm_in_background(backend, rubric)
     try:
+        loaded = load_rubric(rubric)
         return _run(source, results_dir, loaded, session, backend=backend, workers=workers, force=force,
                     on_start=on_start, on_done=on_done)
     finally:
