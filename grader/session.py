@@ -64,9 +64,11 @@ class Session:
                 self._oracles[module] = ReferenceOracle(module)
             return self._oracles[module]
 
-    def warm(self, backend: str = "local", rubric: str | Path | None = None, module: str | None = None) -> None:
+    def warm(self, backend: str = "local", rubric: str | Path | None = None, module: str | None = None,
+             reference: bool = True) -> None:
         """Start the sandbox now and, in the background, the rubric's reference worker: their
-        interpreters boot while the caller does its own imports. Errors surface when grading."""
+        interpreters boot while the caller does its own imports. Errors surface when grading.
+        Without ``reference`` the worker starts only when an expected output is not cached."""
         from .errors import GraderError
 
         try:
@@ -84,7 +86,8 @@ class Session:
             except Exception:  # the grader made for this rubric reports the problem properly
                 pass
 
-        threading.Thread(target=start_oracle, daemon=True).start()
+        if reference:
+            threading.Thread(target=start_oracle, daemon=True).start()
 
     def warm_in_background(self, backend: str = "local", rubric: str | Path | None = None) -> None:
         """``warm`` on a thread of its own (the local backend only: a Docker sandbox has nothing to
