@@ -230,12 +230,12 @@ def test_a_buggy_notebook_exits_1_with_feedback_and_hidden_adds_the_staff_checks
     out = " ".join(run.stdout.split())
     assert "grad_accumulate ✘ failed 0/8" in out
     assert "Likely cause: row 0 received 1x the gradient instead of 2x" in out
-    assert "2 of 26 checks did not pass (83/94 points)" in out
+    assert "2 of 28 checks did not pass (83/94 points)" in out
 
     staff = tito("test", "--module", "11_embeddings", "--hidden", cwd=checkout)
     assert staff.returncode == 1, staff.stderr
     out = " ".join(staff.stdout.split())
-    assert "3 of 28 checks did not pass (86/100 points)" in out
+    assert "3 of 30 checks did not pass (86/100 points)" in out
     assert "grad_batch ✘ failed" in out and "details are not shown" not in out
 
 
