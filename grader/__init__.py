@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 _EXPORTS = {
-    "CheckResult": "models", "GradeReport": "models", "Grader": "grade", "grade": "grade",
+    "CheckResult": "models", "GradeReport": "models", "Grader": "pipeline", "grade": "pipeline",
     "GraderError": "errors", "RubricError": "errors", "SandboxError": "errors",
     "SandboxUnavailable": "errors", "SubmissionError": "errors",
 }
@@ -23,8 +23,8 @@ __all__ = [
 
 if TYPE_CHECKING:
     from .errors import GraderError, RubricError, SandboxError, SandboxUnavailable, SubmissionError
-    from .grade import Grader, grade
     from .models import CheckResult, GradeReport
+    from .pipeline import Grader, grade
 
 
 def __getattr__(name: str) -> Any:

@@ -3,24 +3,32 @@
 Only ``out/*.json`` (size-capped, pydantic-validated) and ``out/<check>/<name>.npy`` (parsed by
 hand: exact ndarray, numeric dtype, the expected shape, finite) are ever read. Stdout, stderr,
 exit status and any other file are ignored for scoring. Anything malformed counts as missing.
+Every string read is made safe to store and print (``models.shown``): the student's process
+chooses them.
 """
 
 from __future__ import annotations
 
+import ast
 import json
+import math
 import re
 from pathlib import Path
-from typing import Annotated, Literal, TypeVar
+from typing import IO, Annotated, Any, Literal, TypeVar
 
 import numpy as np
 from pydantic import Field, StrictBool, StrictFloat, StrictInt, StrictStr, ValidationError
 
-from .models import Record
+from .models import Record, map_strings, shown
 
 MAX_JSON_BYTES = 256 * 1024
 MAX_ARRAY_BYTES = 32 * 1024 * 1024
 _R = TypeVar("_R", bound=Record)
 _NAME = re.compile(r"^[A-Za-z0-9_]{1,64}$")
+_NPY_MAGIC = b"\x93NUMPY"
+_NPY_MAX_HEADER = 4096  # numpy writes about 128 bytes
+_NPY_DESCR = re.compile(r"^[<>|=]?(b1|[iu][1248]|f[248])$")
+_NPY_MAX_DIMS = 32
 
 Scalar = StrictBool | StrictInt | StrictFloat | Annotated[StrictStr, Field(max_length=1000)] | None
 Fact = Scalar | Annotated[list[StrictBool | StrictInt | StrictFloat | Annotated[StrictStr, Field(max_length=200)]],
@@ -122,20 +130,14 @@ def read_npy(path: Path, shape: tuple[int, ...] | None) -> np.ndarray:
     if size > MAX_ARRAY_BYTES:
         raise ValueError(f"array file is too large ({size} bytes)")
     with path.open("rb") as f:
-        try:
-            version = np.lib.format.read_magic(f)
-            header = (np.lib.format.read_array_header_1_0 if version == (1, 0)
-                      else np.lib.format.read_array_header_2_0)(f)
-        except (ValueError, SyntaxError, OSError) as e:
-            raise ValueError(f"not a valid .npy file ({e})") from None
-        got_shape, fortran, dtype = header
-        if dtype.hasobject or dtype.kind not in "biuf" or dtype.names is not None or dtype.subdtype is not None:
-            raise ValueError(f"dtype {dtype} is not a plain number type")
-        if shape is not None and tuple(got_shape) != tuple(shape):
-            raise ValueError(f"shape {tuple(got_shape)} differs from the expected {tuple(shape)}")
-        count = int(np.prod(got_shape, dtype=np.int64))
+        got_shape, fortran, dtype = _npy_header(f)
+        if shape is not None and got_shape != tuple(shape):
+            raise ValueError(f"shape {got_shape} differs from the expected {tuple(shape)}")
+        count = math.prod(got_shape)
         if count == 0:
             raise ValueError("the array is empty")
+        if count * dtype.itemsize > MAX_ARRAY_BYTES:
+            raise ValueError(f"array of shape {got_shape} is too large")
         data = f.read(count * dtype.itemsize + 1)
     if len(data) != count * dtype.itemsize:
         raise ValueError("the array file is truncated or has trailing data")
@@ -144,6 +146,32 @@ def read_npy(path: Path, shape: tuple[int, ...] | None) -> np.ndarray:
     if type(out) is not np.ndarray or not np.all(np.isfinite(out)):
         raise ValueError("the array contains NaN or infinite values")
     return out
+
+
+def _npy_header(f: IO[bytes]) -> tuple[tuple[int, ...], bool, np.dtype[Any]]:
+    """(shape, fortran order, dtype) of a ``.npy`` header, parsed here rather than by numpy, so that
+    only a plain dict of exactly these three plain values gets through; ValueError otherwise."""
+    prefix = f.read(8)
+    if len(prefix) != 8 or not prefix.startswith(_NPY_MAGIC) or prefix[6] not in (1, 2, 3):
+        raise ValueError("not a valid .npy file (no .npy magic and version)")
+    width = 2 if prefix[6] == 1 else 4
+    length = int.from_bytes(f.read(width), "little")
+    if length > _NPY_MAX_HEADER:
+        raise ValueError(f"not a valid .npy file (header of {length} bytes)")
+    raw = f.read(length)
+    try:
+        header = ast.literal_eval(raw.decode("utf-8" if prefix[6] == 3 else "latin-1"))
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError, UnicodeDecodeError):
+        raise ValueError("not a valid .npy file (unreadable header)") from None
+    if not isinstance(header, dict) or set(header) != {"descr", "fortran_order", "shape"}:
+        raise ValueError("not a valid .npy file (header is not descr, fortran_order and shape)")
+    descr, fortran, shape = header["descr"], header["fortran_order"], header["shape"]
+    if not isinstance(descr, str) or not _NPY_DESCR.match(descr):
+        raise ValueError(f"dtype {shown(repr(descr))[:60]} is not a plain number type")
+    if (type(fortran) is not bool or type(shape) is not tuple or len(shape) > _NPY_MAX_DIMS
+            or not all(type(n) is int and n >= 0 for n in shape)):
+        raise ValueError("not a valid .npy file (bad fortran_order or shape)")
+    return shape, fortran, np.dtype(descr)
 
 
 def _crash_note(status: StatusRecord) -> str:
@@ -159,6 +187,13 @@ def _read_json(path: Path, model: type[_R]) -> _R | None:
     try:
         if path.is_symlink() or not path.is_file() or path.stat().st_size > MAX_JSON_BYTES:
             return None
-        return model.model_validate(json.loads(path.read_bytes()))
+        return model.model_validate(map_strings(json.loads(path.read_bytes()), _shown))
     except (OSError, ValueError, RecursionError, ValidationError):
         return None
+
+
+def _shown(text: str) -> str:
+    """``text`` made safe to store and print. Escapes lengthen a string: it is cut back to its
+    length (at least the smallest length cap of the schema, 80), so that a string within its cap
+    stays within it."""
+    return shown(text)[: max(len(text), 80)]

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:
-    from .reference import ReferenceOracle
-    from .sandbox.local import LocalSandbox
+from .sandbox import BACKENDS
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -20,8 +18,9 @@ def build_parser(grade_only: bool = False) -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     g = sub.add_parser("grade", help="grade one or more notebooks and print a table per notebook")
     g.add_argument("paths", nargs="+", type=Path, help=".ipynb notebooks or jupytext percent .py files")
-    g.add_argument("--rubric", type=Path, help="rubric .toml (default: module 11 embeddings)")
-    g.add_argument("--backend", choices=["local", "docker"], default="local",
+    g.add_argument("--rubric", type=Path, help="rubric .toml (default: the installed course module's)")
+    g.add_argument("--module", metavar="NAME", help="the course module to grade, when several are installed")
+    g.add_argument("--backend", choices=BACKENDS, default="local",
                    help="local: practice isolation; docker: the official sandbox")
     g.add_argument("--json", type=Path, metavar="FILE", help="also write the score report(s) as JSON")
     g.add_argument("--public-only", action="store_true", help="run only the visible checks")
@@ -32,8 +31,8 @@ def build_parser(grade_only: bool = False) -> argparse.ArgumentParser:
     b.add_argument("--out", type=Path, required=True, metavar="RESULTS_DIR", help="where results and reports go")
     b.add_argument("--roster", type=Path, help="roster CSV (student ids, names, emails) for the exports")
     b.add_argument("--workers", type=int, default=None, help="parallel sandboxes (default: number of cores)")
-    b.add_argument("--backend", choices=["local", "docker"], default="local")
-    b.add_argument("--rubric", type=Path, help="rubric .toml (default: module 11 embeddings)")
+    b.add_argument("--backend", choices=BACKENDS, default="local")
+    b.add_argument("--rubric", type=Path, help="rubric .toml (default: the installed course module's)")
     b.add_argument("--force", action="store_true", help="regrade even submissions with an up-to-date result")
     image = sub.add_parser("image", help="the Docker image of the official sandbox")
     image_sub = image.add_subparsers(dest="image_command", required=True)
@@ -60,11 +59,10 @@ def build_parser(grade_only: bool = False) -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None, *, use_daemon: bool = True) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser(grade_only=argv[:1] == ["grade"]).parse_args(argv)
-    if args.command == "grade" and args.backend == "local" and use_daemon:
-        from . import daemon
+    if args.command == "grade":
+        from .client import run_request
 
-        if daemon.enabled() and (code := daemon.run("grader", argv)) is not None:
-            return code
+        return run_request(grade_request(args), use_daemon=use_daemon)
     if args.command == "batch":
         from .batch.cli import batch
 
@@ -88,44 +86,24 @@ def main(argv: list[str] | None = None, *, use_daemon: bool = True) -> int:
         from .selftest.cli import selftest_command
 
         return selftest_command(args)
-    return _grade(args)
+    return EXIT_USAGE  # unreachable: argparse requires a known command
 
 
-def _grade(args: argparse.Namespace) -> int:
-    # Start the sandbox's harness and the reference worker first: their interpreters boot on the
-    # other core while this process does its own (heavier) imports.
-    sandbox = start_sandbox_early(args.backend)
-    reference = start_reference_early(args.rubric)
-    from rich.console import Console
-    from rich.markup import escape
+def _terminal() -> dict[str, object]:
+    from .client import terminal
 
-    from .errors import GraderError
-    from .grade import Grader
-    from .models import shown
-    from .report import render, write_json
+    return terminal()
 
-    console, errors = Console(), Console(stderr=True)
-    reports, bad_input = [], False
-    try:
-        with Grader(args.rubric, sandbox or args.backend, public_only=args.public_only, seed=args.seed,
-                    reference=reference) as grader:
-            for _path, outcome in grader.grade_many(args.paths):
-                if isinstance(outcome, GraderError):
-                    errors.print(f"[red]error:[/] {escape(shown(str(outcome)))}", highlight=False)
-                    bad_input = True
-                    continue
-                reports.append(outcome)
-                render(outcome, console, staff=args.staff)
-    except GraderError as e:
-        errors.print(f"[red]error:[/] {escape(shown(str(e)))}", highlight=False)
-        return EXIT_USAGE
-    finally:
-        release(sandbox, reference)
-    if args.json and reports:
-        write_json(reports, args.json)
-    if bad_input:
-        return EXIT_USAGE
-    return EXIT_OK if all(r.all_passed for r in reports) else EXIT_FAILED
+
+def grade_request(args: argparse.Namespace) -> dict[str, object]:
+    """``grader grade``'s arguments as a request (plain data: the daemon validates it)."""
+    return {
+        "command": "grade", "paths": [os.path.abspath(p) for p in args.paths],
+        "rubric": os.path.abspath(args.rubric) if args.rubric else None, "module": args.module,
+        "backend": args.backend,
+        "public_only": args.public_only, "seed": args.seed, "staff": args.staff,
+        "json_out": os.path.abspath(args.json) if args.json else None, **_terminal(),
+    }
 
 
 def _docker_admin(args: argparse.Namespace) -> int:
@@ -155,54 +133,6 @@ def _docker_admin(args: argparse.Namespace) -> int:
     except GraderError as e:
         errors.print(f"[red]error:[/] {escape(str(e))}", highlight=False)
         return EXIT_USAGE
-
-
-# Set by the grading daemon (grader.daemon): warm sandboxes and reference workers, reused across
-# requests instead of being started and stopped by each one.
-WARM: dict[str, Any] | None = None
-
-
-def release(*started: Any) -> None:
-    """Close what ``start_*_early`` started, unless the daemon keeps it warm for the next request."""
-    for obj in started:
-        if obj is not None and not (WARM is not None and any(obj is w for w in WARM.values())):
-            obj.close()
-
-
-def start_reference_early(rubric: Path | None) -> ReferenceOracle | None:
-    """The rubric module's reference worker, already starting; None if the rubric is unreadable
-    (the Grader then reports why)."""
-    import tomllib
-
-    from .paths import rubrics_dir
-    from .reference import ReferenceOracle
-
-    try:
-        module = str(tomllib.loads((rubric or rubrics_dir() / "embeddings.toml").read_text(encoding="utf-8"))["module"])
-    except (OSError, ValueError, KeyError):
-        return None
-    if WARM is not None and f"reference:{module}" in WARM:
-        return WARM[f"reference:{module}"]  # type: ignore[no-any-return]
-    oracle = ReferenceOracle(module)
-    oracle.start()
-    if WARM is not None:
-        WARM[f"reference:{module}"] = oracle
-    return oracle
-
-
-def start_sandbox_early(backend: str) -> LocalSandbox | None:
-    """For the local backend, a sandbox whose first harness is already starting."""
-    if backend != "local":
-        return None
-    from .sandbox.local import LocalSandbox
-
-    if WARM is not None and "sandbox:local" in WARM:
-        return WARM["sandbox:local"]  # type: ignore[no-any-return]
-    sandbox = LocalSandbox()
-    sandbox.start()
-    if WARM is not None:
-        WARM["sandbox:local"] = sandbox
-    return sandbox
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """A per-user grading daemon that keeps the grader warm between runs.
 
-A student runs ``tito test --module embeddings`` (or ``grader grade``) dozens of times. Each cold
+A student runs ``tito test --module NAME`` (or ``grader grade``) dozens of times. Each cold
 run pays ~250 ms of host imports (numpy, pydantic, rich) plus a sandbox zygote and a reference
 worker. The first run starts this daemon in the background; later runs hand their command line to
 it over a Unix socket and print what it answers, so they pay only for Python's start and the
@@ -28,10 +28,13 @@ import socket
 import struct
 import subprocess
 import sys
-from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .paths import cache_root
+
+if TYPE_CHECKING:
+    from .session import Session
 
 IDLE_S = 900.0
 CONNECT_TIMEOUT_S = 0.2
@@ -58,23 +61,19 @@ def socket_path() -> Path:
     return base / f"{h.hexdigest()[:16]}.sock"
 
 
-def run(kind: str, argv: list[str]) -> int | None:
-    """Ask the daemon to run ``kind`` (``grader`` or ``tito``) with ``argv``; None if it cannot,
-    in which case a daemon is started for next time and the caller runs the command itself."""
+def run(request: dict[str, object]) -> int | None:
+    """Ask the daemon to execute a grading request (``grader.commands.GradeRequest`` as plain
+    data); None if it cannot: the caller then runs the request itself and calls ``spawn`` after
+    its answer is printed, so that the next run finds a warm daemon."""
     path = socket_path()
-    request = {
-        "kind": kind, "argv": argv, "cwd": os.getcwd(),
-        "columns": _columns(), "color": sys.stdout.isatty() and "NO_COLOR" not in os.environ,
-    }
     try:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
             sock.settimeout(CONNECT_TIMEOUT_S)
             sock.connect(str(path))
             sock.settimeout(REPLY_TIMEOUT_S)
-            _send(sock, request)
+            _send(sock, {"kind": "grade", "request": request})
             reply = _receive(sock)
     except (OSError, ValueError):
-        _spawn(path)
         return None
     sys.stdout.write(str(reply["stdout"]))
     sys.stderr.write(str(reply["stderr"]))
@@ -97,10 +96,9 @@ def stop() -> bool:
 
 
 def serve(path: Path) -> None:
-    """Listen on ``path`` until IDLE_S seconds pass without a request."""
-    from . import cli
+    """Listen on ``path`` until IDLE_S seconds pass without a request; one session serves them all."""
+    from .session import Session
 
-    cli.WARM = {}  # keep sandboxes and reference workers between requests
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
@@ -112,82 +110,63 @@ def serve(path: Path) -> None:
     except OSError:
         return  # another daemon got there first
     listener.listen(8)
-    _warm_up(cli)
+    session = Session()
+    _warm_up(session)
     idle = float(os.environ.get("GRADER_DAEMON_IDLE_S", IDLE_S))
     try:
         while select.select([listener], [], [], idle)[0]:
             conn, _ = listener.accept()
             with conn:
                 try:
-                    request = _receive(conn)
-                    if request.get("kind") == "stop":
+                    message = _receive(conn)
+                    if message.get("kind") == "stop":
                         _send(conn, {"exit": 0, "stdout": "", "stderr": ""})
                         break
-                    _send(conn, _handle(request))
+                    _send(conn, _handle_safely(message.get("request"), session))
                 except (OSError, ValueError):
                     continue
     finally:
         listener.close()
         with contextlib.suppress(OSError):
             path.unlink()
-        for warm in cli.WARM.values():
-            warm.close()
+        session.close()
 
 
-def _warm_up(cli: object) -> None:
+def _warm_up(session: Session) -> None:
     """Pay the imports and start the default sandbox and reference worker before the first request."""
     import rich.console
     import rich.table  # noqa: F401
 
-    from . import grade, report  # noqa: F401
+    from . import commands, pipeline, report  # noqa: F401
 
-    cli.start_sandbox_early("local")  # type: ignore[attr-defined]
-    cli.start_reference_early(None)  # type: ignore[attr-defined]
+    session.warm("local", None)
 
 
-def _handle(request: dict[str, object]) -> dict[str, object]:
-    commands: dict[str, Callable[[list[str]], int]] = {"grader": _grader_main, "tito": _tito_main}
+def _handle_safely(request: object, session: Session) -> dict[str, object]:
+    """Execute one request; any failure of it is answered as its error: one request (one notebook)
+    never ends the daemon for the others."""
+    from .commands import GradeRequest, execute
+
     out, err = io.StringIO(), io.StringIO()
-    os.chdir(str(request["cwd"]))
-    os.environ["COLUMNS"] = str(request["columns"])
-    os.environ.pop("FORCE_COLOR", None)
-    if request["color"]:
-        os.environ["FORCE_COLOR"] = "1"
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            code = commands[str(request["kind"])]([str(a) for a in request["argv"]])  # type: ignore[attr-defined]
-        except SystemExit as e:
-            code = e.code if isinstance(e.code, int) else 2
+    try:
+        code = execute(GradeRequest.model_validate(request), session, out, err)
+    except Exception as e:
+        from .models import shown
+
+        err.write(f"error: internal grader error, please report it: {type(e).__name__}: {shown(str(e))[:300]}\n")
+        code = 2
     return {"exit": code, "stdout": out.getvalue(), "stderr": err.getvalue()}
 
 
-def _grader_main(argv: list[str]) -> int:
-    from .cli import main
-
-    return main(argv, use_daemon=False)
-
-
-def _tito_main(argv: list[str]) -> int:
-    from .tito import main
-
-    return int(main(argv, use_daemon=False) or 0)
-
-
-def _spawn(path: Path) -> None:
-    """Start a daemon in the background (detached, silent); the current run goes on in-process."""
+def spawn() -> None:
+    """Start a daemon in the background (detached, silent) for the next run."""
+    path = socket_path()
     with contextlib.suppress(OSError):
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         subprocess.Popen(
             [sys.executable, "-m", "grader.daemon", str(path)], start_new_session=True,
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, close_fds=True,
         )
-
-
-def _columns() -> int:
-    try:
-        return os.get_terminal_size(sys.stdout.fileno()).columns
-    except (OSError, ValueError):
-        return int(os.environ.get("COLUMNS", "80") or 80)
 
 
 def _send(sock: socket.socket, message: dict[str, object]) -> None:

@@ -5,11 +5,17 @@ non-passing status. Only problems the *user of the grader* must fix raise.
 
     GraderError
     ├── SubmissionError        the file cannot be graded at all (load stage)
+    ├── LocateError            a module's work or its rubric is not where we looked (tito, pytest plugin)
     ├── RubricError            the rubric file is invalid (rubric stage)
+    ├── ModuleUnitError        a course-module unit is missing, ambiguous or broken (grader.modules)
     ├── SandboxError           the sandbox could not be started or used (sandbox stage)
     │   └── SandboxUnavailable  the requested backend is not available on this machine
     ├── HarnessProtocolError   the trusted reference run produced unusable output (judge stage)
+    ├── RosterError            the class roster cannot be used at all (export, feedback)
     └── SelftestError          a self-test's sources or reviewed file are unusable (grader selftest)
+
+Each also subclasses the builtin it resembles (``ValueError``, ``FileNotFoundError``,
+``RuntimeError``), so callers that know nothing of the grader can still catch it.
 """
 
 from __future__ import annotations
@@ -21,6 +27,10 @@ class GraderError(Exception):
 
 class SubmissionError(GraderError, ValueError):
     """The submission file is unreadable, invalid, or over a limit."""
+
+
+class LocateError(GraderError, FileNotFoundError):
+    """The module's work (or its rubric) could not be found; the message says where we looked."""
 
 
 class RubricError(GraderError, ValueError):
@@ -35,8 +45,16 @@ class SandboxUnavailable(SandboxError):
     """The requested sandbox backend cannot run on this machine; the message says how to fix it."""
 
 
+class ModuleUnitError(GraderError, ValueError):
+    """A course-module unit is missing, ambiguous, or broken (grader.modules)."""
+
+
 class HarnessProtocolError(GraderError, RuntimeError):
     """The trusted reference run failed; this is a fault of the grader or rubric, not the student."""
+
+
+class RosterError(GraderError, ValueError):
+    """The roster file cannot be used at all (unreadable, no header, no student id column)."""
 
 
 class SelftestError(GraderError, ValueError):

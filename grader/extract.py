@@ -4,7 +4,13 @@ Each cell is parsed on its own, so one broken cell costs only itself. IPython ma
 escapes are removed before parsing and never run. Of the top-level statements, only imports,
 definitions and assignments can be kept, and only when a target needs them (transitively, by
 scope-aware name analysis with ``symtable``). Calls, loops, prints and ``__main__`` blocks are
-dropped: that is where notebooks keep inline tests and slow analyses.
+dropped: that is where notebooks keep inline tests and slow analyses. Statements that complete a
+kept name (``Embedding.forward = f``, ``setattr(Embedding, "__call__", f)``) stay with it.
+
+Kept statements run in notebook order, as when the notebook runs from top to bottom: a name
+defined twice ends up with its last definition, and a method sees the last definition of a helper
+it calls. A cell Python would refuse (a syntax error, ``def f(a, a)``, nesting too deep to parse)
+costs only itself.
 """
 
 from __future__ import annotations
@@ -13,7 +19,8 @@ import ast
 import re
 import symtable
 import threading
-from collections.abc import Iterable, Sequence
+import warnings
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from .models import CellSyntaxError, Chunk, CodeCell, DropKind, Dropped, StudentModule, Submission
@@ -48,10 +55,12 @@ _AST_LOCK = threading.RLock()
 def extract(submission: Submission, targets: Sequence[str]) -> StudentModule:
     """Keep what ``targets`` need from ``submission``; report everything that was dropped."""
     with _AST_LOCK:
-        return _extract(submission, targets)
+        return extract_unlocked(submission, targets)
 
 
-def _extract(submission: Submission, targets: Sequence[str]) -> StudentModule:
+def extract_unlocked(submission: Submission, targets: Sequence[str]) -> StudentModule:
+    """``extract`` without the lock, for a process with one thread (a forked intake child, where
+    the lock may be held by a thread of the parent that does not exist in the child)."""
     dropped: list[Dropped] = []
     errors: list[CellSyntaxError] = []
     candidates: list[_Stmt] = []
@@ -60,20 +69,13 @@ def _extract(submission: Submission, targets: Sequence[str]) -> StudentModule:
         if text is None or not text.strip():
             continue
         try:
-            tree = ast.parse(text, filename=f"<cell {cell.index}>")
+            with warnings.catch_warnings():  # the student's warnings ("\d", ``x is 1``): neither
+                warnings.simplefilter("ignore")  # printed here nor, under -W error, a syntax error
+                candidates.extend(_statements(cell.index, text, dropped))
         except SyntaxError as e:
             errors.append(CellSyntaxError(cell=cell.index, line=e.lineno or 0, message=e.msg))
-            continue
-        lines = text.splitlines()
-        for node in tree.body:
-            kind = _drop_kind(node)
-            if kind is not None:
-                dropped.append(Dropped(cell=cell.index, line=node.lineno, kind=kind, detail=_summary(node)))
-                continue
-            start = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
-            source = "\n".join(lines[start - 1 : node.end_lineno])
-            binds, modifies, uses = _names(node, source)
-            candidates.append(_Stmt(cell.index, start, source, node, binds, modifies, uses))
+        except (ValueError, MemoryError, RecursionError) as e:
+            errors.append(CellSyntaxError(cell=cell.index, line=0, message=_unparsable(e)))
 
     target_cells = {t: tuple(s.cell for s in candidates if t in s.binds) for t in targets}
     kept_idx = _closure(candidates, targets) | {
@@ -81,9 +83,10 @@ def _extract(submission: Submission, targets: Sequence[str]) -> StudentModule:
     }
     for i, s in enumerate(candidates):
         if i not in kept_idx:
-            dropped.append(Dropped(cell=s.cell, line=s.line, kind="unused", detail=_summary(s.node)))
+            dropped.append(Dropped(cell=s.cell, line=s.line, kind="unused", detail=_summary(s.node, s.source)))
     chunks = tuple(
-        Chunk(cell=s.cell, line=s.line, source=s.source, defines=tuple(sorted(s.defines)))
+        Chunk(cell=s.cell, line=s.line, source=s.source, defines=tuple(sorted(s.defines)),
+              modifies=tuple(sorted(s.modifies - s.binds)))
         for i, s in enumerate(candidates)
         if i in kept_idx
     )
@@ -95,31 +98,54 @@ def _extract(submission: Submission, targets: Sequence[str]) -> StudentModule:
         kept=kept,
         dropped=tuple(dropped),
         syntax_errors=tuple(errors),
+        notes=tuple(_redefinition_notes(candidates, targets)),
     )
 
 
-def duplicate_definitions(module: StudentModule) -> dict[str, tuple[int, ...]]:
-    """Targets bound by more than one distinct statement (identical copies are not duplicates)."""
-    with _AST_LOCK:
-        return _duplicates(module)
-
-
-def _duplicates(module: StudentModule) -> dict[str, tuple[int, ...]]:
-    out: dict[str, tuple[int, ...]] = {}
-    for name, cells in module.target_cells.items():
-        sources = {_normalized(c.source) for c in module.chunks if name in c.defines and c.cell in cells
-                   and not _only_modifies(c.source, name)}
-        if len(sources) > 1:
-            out[name] = cells
+def _statements(cell: int, text: str, dropped: list[Dropped]) -> list[_Stmt]:
+    """The statements of one cell that may be kept; SyntaxError (or MemoryError, RecursionError
+    for nesting too deep) if the cell would not compile, as Python would refuse the whole cell."""
+    filename = f"<cell {cell}>"
+    tree = ast.parse(text, filename=filename)
+    # Compiling also finds what only the compiler rejects (``def f(a, a)``, ``return`` outside a
+    # function); IPython accepts top-level ``await``, so that is allowed.
+    compile(tree, filename, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
+    lines = text.splitlines()
+    out = []
+    for node in tree.body:
+        start = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
+        source = "\n".join(lines[start - 1 : node.end_lineno])
+        kind = _drop_kind(node)
+        if kind is not None:
+            dropped.append(Dropped(cell=cell, line=node.lineno, kind=kind, detail=_summary(node, source)))
+            continue
+        binds, modifies, uses = _names(node, source)
+        out.append(_Stmt(cell, start, source, node, binds, modifies, uses))
     return out
 
 
-def _only_modifies(source: str, name: str) -> bool:
-    return name in _names(ast.parse(source).body[0], source)[1]
+def _unparsable(e: BaseException) -> str:
+    if isinstance(e, (MemoryError, RecursionError)):
+        return "nested too deeply for Python to parse"
+    return str(e).splitlines()[0][:200] if str(e) else type(e).__name__
 
 
-def _normalized(source: str) -> str:
-    return ast.dump(ast.parse(source))
+def _redefinition_notes(stmts: Sequence[_Stmt], targets: Iterable[str]) -> Iterator[str]:
+    """One note per target bound by more than one distinct statement (identical copies are not
+    redefinitions): the kept statements run in notebook order, so the last one is graded."""
+    for name in targets:
+        binding = [s for s in stmts if name in s.binds]
+        if len({_normalized(s) for s in binding}) > 1:
+            cells = ", ".join(dict.fromkeys(str(s.cell) for s in binding))
+            yield (f"{name} is defined more than once (cells {cells}); as when the notebook runs from top to "
+                   f"bottom, the last definition (cell {binding[-1].cell}) is the one graded")
+
+
+def _normalized(stmt: _Stmt) -> str:
+    try:
+        return ast.dump(stmt.node)
+    except RecursionError:  # ast.dump recurses in Python
+        return stmt.source
 
 
 def _strip_magics(cell: CodeCell, dropped: list[Dropped]) -> str | None:
@@ -154,6 +180,17 @@ def _is_main_guard(node: ast.stmt) -> bool:
     return any(isinstance(p, ast.Name) and p.id == "__name__" for p in parts)
 
 
+def _attribute_setter(node: ast.stmt) -> str | None:
+    """The name whose attribute ``setattr(name..., "attr", value)`` (or ``delattr``) changes."""
+    if not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) and node.value.args
+            and isinstance(node.value.func, ast.Name) and node.value.func.id in ("setattr", "delattr")):
+        return None
+    base = node.value.args[0]
+    while isinstance(base, (ast.Attribute, ast.Subscript)):
+        base = base.value
+    return base.id if isinstance(base, ast.Name) else None
+
+
 def _drop_kind(node: ast.stmt) -> DropKind | None:
     """Why a top-level statement can never be kept, or None if it may be kept."""
     if _is_main_guard(node):
@@ -161,6 +198,8 @@ def _drop_kind(node: ast.stmt) -> DropKind | None:
     if isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
         return "loop"
     if isinstance(node, ast.Expr):
+        if _attribute_setter(node) is not None:
+            return None  # ``setattr(Embedding, "__call__", f)`` completes a class: it stays with it
         call = node.value
         if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "print":
             return "print"
@@ -171,9 +210,12 @@ def _drop_kind(node: ast.stmt) -> DropKind | None:
     return None
 
 
-def _summary(node: ast.stmt) -> str:
-    text = ast.unparse(node).splitlines()[0] if not isinstance(node, ast.If) else "if " + ast.unparse(node.test) + ":"
-    return text[:80]
+def _summary(node: ast.stmt, source: str) -> str:
+    try:
+        text = ast.unparse(node) if not isinstance(node, ast.If) else "if " + ast.unparse(node.test) + ":"
+    except RecursionError:  # ast.unparse recurses in Python: very deep expressions exceed the limit
+        text = source
+    return (text.splitlines() or [""])[0][:80]
 
 
 def _names(node: ast.stmt, source: str) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
@@ -181,6 +223,9 @@ def _names(node: ast.stmt, source: str) -> tuple[frozenset[str], frozenset[str],
     binds: set[str] = set()
     modifies: set[str] = set()
     uses: set[str] = set()
+    setter = _attribute_setter(node)
+    if setter is not None:
+        modifies.add(setter)
     if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
         for t in targets:

@@ -3,7 +3,7 @@
     ROOT/source/                     this grader (the uploaded autograder zip)
     ROOT/submission/                 the student's files
     ROOT/submission_metadata.json    submission id, created_at, assignment, users, ...
-    ROOT/results/results.json        written here (FORMATS.md, "Gradescope")
+    ROOT/results/results.json        written here (docs/FORMATS.md, "Gradescope")
 
 ROOT is ``/autograder`` unless ``--root`` (or ``GRADER_AUTOGRADER_ROOT``) says otherwise, so the
 whole flow can be tested against a local folder laid out the same way.
@@ -15,10 +15,11 @@ student sees why; a fault of the grader also exits 1 so that it shows in Gradesc
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -27,10 +28,7 @@ from .errors import GraderError, SubmissionError
 
 if TYPE_CHECKING:  # the rest loads when grading starts: building the command line stays fast
     from .batch.store import StoredResult
-    from .models import BackendInfo, Chunk
-    from .plan import Job
     from .rubric import Rubric
-    from .sandbox import RunResult, Sandbox
 
 DEFAULT_ROOT = Path("/autograder")
 ROOT_ENV = "GRADER_AUTOGRADER_ROOT"
@@ -72,30 +70,6 @@ class Layout:
         return self.root / "results" / "results.json"
 
 
-class HidingSandbox:
-    """A sandbox that also hides ROOT/source (the uploaded repository: reference solution, rubric,
-    seed secret) and ROOT/results from the student's code."""
-
-    def __init__(self, inner: Sandbox, hide: Sequence[Path]) -> None:
-        self.inner, self.hide = inner, tuple(hide)
-
-    def info(self) -> BackendInfo:
-        return self.inner.info()
-
-    def run(self, job: Job, chunks: Sequence[Chunk], workdir: Path, hide: Sequence[Path] = ()) -> RunResult:
-        return self.inner.run(job, chunks, workdir, hide=(*hide, *self.hide))
-
-    def start(self) -> None:
-        start = getattr(self.inner, "start", None)
-        if start is not None:
-            start()
-
-    def close(self) -> None:
-        close = getattr(self.inner, "close", None)
-        if close is not None:
-            close()
-
-
 def read_metadata(path: Path) -> tuple[SubmissionMetadata, str]:
     """The metadata, or an empty one and why (grading goes on without it). Unknown fields and
     fields of the wrong type are ignored: this file is Gradescope's, not ours."""
@@ -114,26 +88,30 @@ def read_metadata(path: Path) -> tuple[SubmissionMetadata, str]:
 
 
 def _text(value: object) -> str:
-    return str(value) if isinstance(value, str | int | float) and not isinstance(value, bool) else ""
+    from .models import shown  # deferred like the rest: building the command line stays fast
+
+    return shown(str(value)) if isinstance(value, str | int | float) and not isinstance(value, bool) else ""
 
 
 def find_notebook(folder: Path) -> Path:
     """The one notebook of a Gradescope submission folder; SubmissionError says what is wrong."""
-    from .batch.layouts import PREFERRED
+    from .batch.layouts import preferred_names
+
+    preferred_names_ = preferred_names()
 
     if not folder.is_dir() or folder.is_symlink():
         raise SubmissionError("no submission folder: upload your notebook to Gradescope")
     candidates = list(_candidates(folder))
-    preferred = [f for f in candidates if f.name in PREFERRED]
+    preferred = [f for f in candidates if f.name in preferred_names_]
     if preferred:
-        return sorted(preferred, key=lambda f: (PREFERRED.index(f.name), len(f.parts)))[0]
+        return sorted(preferred, key=lambda f: (preferred_names_.index(f.name), len(f.parts)))[0]
     notebooks = [f for f in candidates if f.suffix == ".ipynb"] or candidates
     if len(notebooks) == 1:
         return notebooks[0]
     if not notebooks:
-        raise SubmissionError(f"no notebook found: upload your {PREFERRED[0]} (a .ipynb file)")
+        raise SubmissionError(f"no notebook found: upload your {preferred_names_[0]} (a .ipynb file)")
     names = ", ".join(sorted(f.name for f in notebooks)[:5])
-    raise SubmissionError(f"{len(notebooks)} notebooks ({names}) and none named {PREFERRED[0]}: "
+    raise SubmissionError(f"{len(notebooks)} notebooks ({names}) and none named {preferred_names_[0]}: "
                           "upload only the module's notebook, or give it that name")
 
 
@@ -156,8 +134,7 @@ def _candidates(folder: Path) -> Iterator[Path]:
 def grade_submission(layout: Layout, rubric: Rubric, backend: str = "local") -> tuple[StoredResult, SubmissionMetadata]:
     """Grade ROOT/submission; a submission or grader fault becomes the result's status."""
     from .batch.store import ResultStatus, StoredResult, now
-    from .grade import Grader
-    from .sandbox import make_sandbox
+    from .session import Session
 
     meta, _ = read_metadata(layout.metadata)
     user = meta.users[0] if meta.users else User()
@@ -166,14 +143,15 @@ def grade_submission(layout: Layout, rubric: Rubric, backend: str = "local") -> 
     try:
         notebook = find_notebook(layout.submission)
         file_name = notebook.name
-        sandbox = HidingSandbox(make_sandbox(backend, official=True), (layout.root / "source", layout.results.parent))
-        with Grader(rubric, sandbox) as grader:
-            report = grader.grade(notebook)
+        with Session(official=True, hide=(layout.root / "source", layout.results.parent)) as session:
+            report = session.grade(notebook, rubric, backend=backend)
         status = "graded"
     except SubmissionError as e:
         status, reason = "invalid", str(e)
     except GraderError as e:
         status, reason = "failed_to_grade", str(e)
+    except Exception as e:  # a grader bug: the student still gets a results.json saying so, never a 0
+        status, reason = "failed_to_grade", f"internal grader error, please report it: {type(e).__name__}: {str(e)[:300]}"
     return StoredResult(
         student_id=user.id, cache_key="", sha256=report.sha256 if report else "", file_name=file_name,
         name=user.name, email=user.email, submitted_at=meta.created_at, status=status, reason=reason,
@@ -192,7 +170,13 @@ def run(root: Path, *, rubric: Path | None = None, backend: str = "local") -> in
     loaded = load_rubric(rubric)
     layout.results.parent.mkdir(parents=True, exist_ok=True)  # before grading, so the sandbox hides it
     result, meta = grade_submission(layout, loaded, backend)
-    data: dict[str, Any] = results_json(result, loaded, practice_note=False)
+    try:
+        data: dict[str, Any] = results_json(result, loaded, practice_note=False)
+    except Exception as e:  # results.json is written whatever failed: the student must see why
+        result = dataclasses.replace(result, status="failed_to_grade", score=None, max_score=None, report=None,
+                                     reason=f"internal grader error, please report it: {type(e).__name__}: "
+                                            f"{str(e)[:300]}")
+        data = results_json(result, loaded, practice_note=False)
     if meta.id:
         data["extra_data"]["submission_id"] = meta.id
     tmp = layout.results.with_name("results.json.tmp")
@@ -212,7 +196,7 @@ def add_gradescope_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--root", type=Path, default=None,
                    help=f"the autograder folder (default: ${ROOT_ENV} or {DEFAULT_ROOT})")
     p.add_argument("--rubric", type=Path, help="rubric .toml (default: ROOT/source/rubric.toml if present, "
-                                               "else module 11 embeddings)")
+                                               "else the installed course module's)")
     p.add_argument("--backend", choices=["local", "docker"], default="local",
                    help="local: the Gradescope container is the outer sandbox")
     return p

@@ -1,7 +1,9 @@
 """Load stage: read a notebook (``.ipynb``) or jupytext percent source (``.py``) into a Submission.
 
 Nothing is executed here. Stored outputs, metadata and the kernelspec are discarded; only the
-source of code cells survives. Every refusal is a one-line ``SubmissionError``.
+source of code cells survives. Every refusal is a one-line ``SubmissionError``. Caps are checked
+before anything costs time per cell (an nbformat upgrade), and a jupytext header's YAML is never
+parsed. The grader calls this through ``grader.intake``, in a worker bounded in time and memory.
 """
 
 from __future__ import annotations
@@ -10,13 +12,14 @@ import errno
 import hashlib
 import json
 import os
+import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .errors import SubmissionError
-from .models import CodeCell, Submission, shown
+from .models import CodeCell, Submission, clean, shown
 from .nbschema import validate_v4
 
 
@@ -26,6 +29,9 @@ class LoadLimits:
 
     max_bytes: int = 5 * 1024 * 1024
     max_cells: int = 2000
+    max_seconds: float = 10.0  # CPU time to load and extract one file (grader.intake)
+    max_wall_seconds: float | None = None  # wall-clock deadline; None: 3 x max_seconds + 1, room for a busy machine
+    max_memory_mb: int = 1024  # memory the parsers may use on top of the grading process's own
 
 
 def load_submission(path: str | os.PathLike[str], limits: LoadLimits = LoadLimits()) -> Submission:
@@ -52,7 +58,7 @@ def load_submission(path: str | os.PathLike[str], limits: LoadLimits = LoadLimit
         cells, notes = _cells_from_percent_py(name, text, limits)
         fmt = "py"
     return Submission(
-        file_name=p.name,
+        file_name=name,
         sha256=hashlib.sha256(raw).hexdigest(),
         format=fmt,  # type: ignore[arg-type]
         cells=tuple(cells),
@@ -98,8 +104,7 @@ def _cells_from_ipynb(name: str, text: str, limits: LoadLimits) -> tuple[list[Co
         raise SubmissionError(f"{name}: not valid JSON ({e.msg} at line {e.lineno} column {e.colno})") from None
     if not isinstance(data, dict) or not isinstance(data.get("cells", data.get("worksheets")), list):
         raise SubmissionError(f"{name}: not a Jupyter notebook (no list of cells)")
-    if len(data.get("cells") or []) > limits.max_cells:
-        raise SubmissionError(f"{name}: has more than the {limits.max_cells}-cell limit")
+    _check_cell_count(name, _raw_cell_count(data), limits)  # before an upgrade, which costs time per cell
     notes: list[str] = []
     version = data.get("nbformat")
     if not isinstance(version, int) or version < 1 or version > 4:
@@ -111,13 +116,39 @@ def _cells_from_ipynb(name: str, text: str, limits: LoadLimits) -> tuple[list[Co
     if reason is not None:
         raise SubmissionError(f"{name}: not a valid notebook ({reason})")
     cells = nb["cells"]
-    if len(cells) > limits.max_cells:
+    _check_cell_count(name, len(cells), limits)
+    return _code_cells(((c["cell_type"], c["source"]) for c in cells), notes), notes
+
+
+def _raw_cell_count(data: dict[str, Any]) -> int:
+    """Cells of a notebook of any version: v4 (and v1) list them at the top, v2-3 per worksheet."""
+    count = len(data["cells"]) if isinstance(data.get("cells"), list) else 0
+    for sheet in data.get("worksheets") or ():
+        if isinstance(sheet, dict) and isinstance(sheet.get("cells"), list):
+            count += len(sheet["cells"])
+    return count
+
+
+def _check_cell_count(name: str, count: int, limits: LoadLimits) -> None:
+    if count > limits.max_cells:
         raise SubmissionError(f"{name}: has more than the {limits.max_cells}-cell limit")
-    return [
-        CodeCell(index=i, source=_source(c["source"]))
-        for i, c in enumerate(cells, start=1)
-        if c["cell_type"] == "code"
-    ], notes
+
+
+def _code_cells(cells: Any, notes: list[str]) -> list[CodeCell]:
+    """The code cells, numbered among all cells; text no encoder accepts is made visible (noted)."""
+    out, replaced = [], []
+    for i, (kind, source) in enumerate(cells, start=1):
+        if kind != "code":
+            continue
+        text = _source(source)
+        safe = clean(text)
+        if safe != text:
+            replaced.append(str(i))
+        out.append(CodeCell(index=i, source=safe))
+    if replaced:
+        notes.append(f"cell {', '.join(replaced)}: lone surrogate characters (not valid text) were replaced by "
+                     "visible escapes")
+    return out
 
 
 def _upgrade(name: str, data: dict[str, Any], version: int) -> dict[str, Any]:
@@ -133,16 +164,56 @@ def _cells_from_percent_py(name: str, text: str, limits: LoadLimits) -> tuple[li
     import jupytext  # deferred: only .py sources need it
 
     try:
-        nb = jupytext.reads(text, fmt="py:percent")
+        nb = jupytext.reads(_without_header_yaml(text), fmt="py:percent")
     except Exception as e:  # jupytext raises assorted errors on malformed headers
         raise SubmissionError(f"{name}: cannot be read as a jupytext percent file ({str(e)[:120]})") from None
-    if len(nb.cells) > limits.max_cells:
-        raise SubmissionError(f"{name}: has more than the {limits.max_cells}-cell limit")
-    return [
-        CodeCell(index=i, source=_source(c.source))
-        for i, c in enumerate(nb.cells, start=1)
-        if c.cell_type == "code"
-    ], []
+    _check_cell_count(name, len(nb.cells), limits)
+    notes: list[str] = []
+    return _code_cells(((c.cell_type, c.source) for c in nb.cells), notes), notes
+
+
+_HEADER_MARKER = re.compile(r"^---\s*$")
+_JUPYTER_KEY = re.compile(r"^jupyter\s*:\s*$")
+_ENCODING = re.compile(r"^[ \t\f]*#.*?coding[:=][ \t]*([-_.a-zA-Z0-9]+)")
+
+
+def _without_header_yaml(text: str) -> str:
+    """``text`` without the ``jupyter:`` section of its header, the only YAML jupytext would parse.
+
+    That section holds only notebook metadata, which is discarded anyway, and YAML is a hazard:
+    anchors and aliases expand exponentially (a 1 KB header can take minutes and gigabytes).
+    The header is found as jupytext finds it: after an optional ``#!`` line and coding line, a
+    block of comment lines between two ``# ---`` lines. Other lines stay, so cells keep their
+    numbers.
+    """
+    lines = text.splitlines(keepends=True)
+    started, in_jupyter, drop = False, False, set[int]()
+    for i, line in enumerate(lines):
+        if i == 0 and line.startswith("#!"):
+            continue
+        if (i == 0 or (i == 1 and not _ENCODING.match(lines[0]))) and _ENCODING.match(line):
+            continue
+        if not line.startswith("#"):
+            return text
+        body = _uncomment(line.rstrip("\r\n"))
+        if _HEADER_MARKER.match(body):
+            if started:
+                return "".join(x for n, x in enumerate(lines) if n not in drop)
+            started = True
+            continue
+        if not started and body.strip():
+            return text
+        if _JUPYTER_KEY.match(body):
+            in_jupyter = True
+        elif body and not body[0].isspace():
+            in_jupyter = False
+        if in_jupyter:
+            drop.add(i)
+    return text
+
+
+def _uncomment(line: str) -> str:
+    return line[2:] if line.startswith("# ") else line[1:]
 
 
 def _source(src: Any) -> str:

@@ -1,9 +1,9 @@
 """Find a student's work for one module in a TinyTorch checkout, and the bundled rubric for it.
 
 A checkout is the nearest directory, at or above the start, whose ``modules/`` or ``src/`` holds
-``NN_name`` folders. A module is named by number (``11``), name (``embeddings``) or both
-(``11_embeddings``). The learner notebook (``modules/11_embeddings/*.ipynb``) is preferred over the
-developer source (``src/11_embeddings/11_embeddings.py``), because that is the file students edit.
+``NN_name`` folders. A module is named by number (``NN``), name or both (``NN_name``). The learner
+notebook (``modules/NN_name/*.ipynb``) is preferred over the developer source
+(``src/NN_name/NN_name.py``), because that is the file students edit.
 
 Pure path logic and a little TOML: nothing here imports the grading pipeline, so ``tito`` and the
 pytest plugin can resolve a module before they pay for the heavy imports.
@@ -18,16 +18,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import GraderError
+from .errors import LocateError as LocateError  # re-exported: it lived here before errors.py
 
 _FOLDER = re.compile(r"^(\d{1,3})_([a-z][a-z0-9_]*)$")
 _SPEC = re.compile(r"^(?:(\d{1,3})|([a-z][a-z0-9_]*)|(\d{1,3})_([a-z][a-z0-9_]*))$")
-_TITLE_NUMBER = re.compile(r"\b(?:module|mod)\s*(\d{1,3})\b", re.IGNORECASE)
 RUBRIC_SELECTOR = re.compile(r"^([A-Za-z0-9][A-Za-z0-9_.-]{0,127})(?:@(?:sha256:)?([0-9a-f]{8,64}))?$")
-
-
-class LocateError(GraderError, FileNotFoundError):
-    """The module's work (or its rubric) could not be found; the message says where we looked."""
 
 
 @dataclass(frozen=True)
@@ -41,7 +36,7 @@ class ModuleRef:
         return (self.number is None or self.number == number) and (self.name is None or self.name == name)
 
     def folder_pattern(self) -> str:
-        """How a folder of this module is spelled, for error messages: ``11_embeddings``, ``NN_embeddings``."""
+        """How a folder of this module is spelled, for error messages: ``NN_name`` with what is known."""
         number = f"{self.number:02d}" if self.number is not None else "NN"
         return f"{number}_{self.name or 'name'}"
 
@@ -61,7 +56,7 @@ class ModuleWork:
 
     @property
     def label(self) -> str:
-        """``module 11 embeddings``: how reports and summaries name the module."""
+        """``module NN name``: how reports and summaries name the module."""
         return module_label(self.number, self.name)
 
 
@@ -70,12 +65,11 @@ def module_label(number: int | None, name: str) -> str:
 
 
 def parse_module(spec: str) -> ModuleRef:
-    """``11``, ``embeddings`` or ``11_embeddings`` (case and ``-`` vs ``_`` do not matter)."""
+    """``NN``, ``name`` or ``NN_name`` (case and ``-`` vs ``_`` do not matter)."""
     text = spec.strip().lower().replace("-", "_")
     m = _SPEC.match(text)
     if m is None:
-        raise LocateError(f"invalid module {spec!r}: give its number (11), its name (embeddings) or both "
-                          f"(11_embeddings)")
+        raise LocateError(f"invalid module {spec!r}: give its number, its name or both (NN_name)")
     number, name, both_number, both_name = m.groups()
     if number is not None:
         return ModuleRef(int(number), None)
@@ -138,7 +132,7 @@ def _module_folders(root: Path) -> list[tuple[int, str, Path]]:
 
 
 def _pick_notebook(folder: Path, dirname: str, name: str, tail: str) -> Path | None:
-    """The learner notebook: a known name first (11_embeddings, embeddings, embeddings_dev), else the only one."""
+    """The learner notebook: a known name first (NN_name, name, name_dev), else the only one."""
     if not folder.is_dir():
         return None
     notebooks = sorted(p for p in folder.glob("*.ipynb") if p.is_file())
@@ -165,13 +159,14 @@ class BundledRubric:
 
 
 def bundled_rubrics(directory: Path | None = None) -> list[BundledRubric]:
-    """The rubrics shipped with the grader, with the module each grades (read as data, not validated)."""
-    if directory is None:
-        from .paths import rubrics_dir
+    """The rubrics of the installed course-module units (``directory``: every ``*.toml`` there
+    instead), with the module each grades; read as data, validated when used."""
+    from . import modules
 
-        directory = rubrics_dir()
+    units = {unit.rubric_path: unit for unit in modules.installed().values()}
+    paths = sorted(directory.glob("*.toml")) if directory is not None else sorted(units)
     found = []
-    for path in sorted(directory.glob("*.toml")):
+    for path in paths:
         try:
             raw = path.read_bytes()
             data = tomllib.loads(raw.decode("utf-8"))
@@ -179,15 +174,15 @@ def bundled_rubrics(directory: Path | None = None) -> list[BundledRubric]:
             continue  # a broken rubric is reported by grader.rubric when it is actually used
         module = data.get("module")
         if isinstance(module, str):
-            m = _TITLE_NUMBER.search(str(data.get("title", "")))
-            found.append(BundledRubric(path, module, int(m.group(1)) if m else None, str(data.get("id", "")),
+            unit = units.get(path) or modules.installed().get(module)
+            found.append(BundledRubric(path, module, unit.number if unit else None, str(data.get("id", "")),
                                        hashlib.sha256(raw).hexdigest()))
     return found
 
 
 def installed_rubric(selector: str, directory: Path | None = None) -> BundledRubric:
-    """The installed rubric that ``selector`` names: its id (``tinytorch-11-embeddings``), optionally
-    pinned to its content hash (``tinytorch-11-embeddings@sha256:1a2b3c4d``, 8 or more hex digits).
+    """The installed rubric that ``selector`` names: its id (``tinytorch-NN-name``), optionally
+    pinned to its content hash (``tinytorch-NN-name@sha256:1a2b3c4d``, 8 or more hex digits).
     Never a path: this is how a setting from a student's repository may choose a rubric."""
     m = RUBRIC_SELECTOR.match(selector)
     rubrics = bundled_rubrics(directory)
@@ -210,7 +205,9 @@ def rubric_for(ref: ModuleRef, directory: Path | None = None) -> BundledRubric:
     raise LocateError(f"no bundled rubric grades module {ref} (bundled: {known}); pass --rubric with a rubric .toml")
 
 
-def rubric_module_number(rubric_title: str) -> int | None:
-    """The module number a rubric's title states (``Module 11: Embeddings`` → 11)."""
-    m = _TITLE_NUMBER.search(rubric_title)
-    return int(m.group(1)) if m else None
+def module_number(module: str) -> int | None:
+    """The course's number for an installed module (None if it has none or is not installed)."""
+    from . import modules
+
+    unit = modules.installed().get(module)
+    return unit.number if unit else None

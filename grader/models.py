@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Literal
+import re
+from collections.abc import Callable
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -16,9 +18,10 @@ def shown(text: str, *, one_line: bool = False) -> str:
     safe to print or store: every character a terminal, log viewer or JSON encoder could obey or
     choke on becomes a visible escape (``\\x1b``, ``\\r``, ``\\u202e``, ``\\ud800``): C0 and C1
     controls (ANSI/OSC sequences lose their ESC), bidi overrides and other format characters,
-    line separators and lone surrogates. Newlines and tabs stay unless ``one_line`` (names)."""
+    line separators and lone surrogates (an undecodable byte of a file name shows as ``\xff``).
+    Newlines and tabs stay unless ``one_line`` (names)."""
     keep = _JOINERS if one_line else _JOINERS + "\n\t"
-    return "".join(ch if ch.isprintable() or ch in keep else _escape(ch) for ch in text)
+    return "".join(ch if ch.isprintable() or ch in keep else _escape(ch) for ch in clean(text))
 
 
 def _escape(ch: str) -> str:
@@ -26,6 +29,33 @@ def _escape(ch: str) -> str:
     if ch in _NAMED:
         return _NAMED[ch]
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def clean(text: str) -> str:
+    """Student-controlled text that every encoder accepts (UTF-8, JSON, SQLite): each lone
+    surrogate becomes a visible escape, ``\\xNN`` for an undecodable byte of a file name
+    (Python's surrogateescape), ``\\udNNN`` for one that came from a JSON ``\\u`` escape."""
+    return _SURROGATE.sub(_escape_surrogate, text) if _SURROGATE.search(text) else text
+
+
+def _escape_surrogate(m: re.Match[str]) -> str:
+    code = ord(m.group())
+    return f"\\x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"\\u{code:04x}"
+
+
+def map_strings(value: Any, fn: Callable[[str], str]) -> Any:
+    """``value`` (plain data: dicts, lists, tuples, scalars) with ``fn`` applied to every string,
+    dictionary keys included; tuples become lists."""
+    if isinstance(value, str):
+        return fn(value)
+    if isinstance(value, dict):
+        return {map_strings(k, fn): map_strings(v, fn) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [map_strings(v, fn) for v in value]
+    return value
+
 
 
 CheckStatus = Literal["passed", "failed", "error", "timeout", "crashed", "oom", "not_gradable"]
@@ -68,6 +98,7 @@ class Chunk(Record):
     line: int
     source: str
     defines: tuple[str, ...]
+    modifies: tuple[str, ...] = ()  # those of ``defines`` it changes without rebinding: ``Embedding.forward = f``
 
 
 DropKind = Literal["magic", "shell", "call", "loop", "print", "main_block", "unused", "other"]
@@ -98,6 +129,7 @@ class StudentModule(Record):
     kept: tuple[str, ...]
     dropped: tuple[Dropped, ...]
     syntax_errors: tuple[CellSyntaxError, ...]
+    notes: tuple[str, ...] = ()
 
     def source(self) -> str:
         """The module as one file, for people to read."""
@@ -153,6 +185,7 @@ class ExtractionSummary(Record):
     dropped: tuple[Dropped, ...]
     syntax_errors: tuple[CellSyntaxError, ...]
     import_errors: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()  # how the notebook was read: upgrades, replaced characters, redefinitions
 
 
 class GradeReport(Record):

@@ -1,4 +1,4 @@
-"""Where the bundled rubrics and reference live, in a source checkout or an installed wheel."""
+"""Where the course runtime and the caches live, in a source checkout or an installed wheel."""
 
 from __future__ import annotations
 
@@ -13,18 +13,9 @@ def _data_root() -> Path:
     return installed if installed.is_dir() else _PACKAGE.parent
 
 
-def rubrics_dir() -> Path:
-    return _data_root() / "rubrics"
-
-
 def runtime_dir() -> Path:
     """The course runtime (``tinytorch`` package) that student code imports in the sandbox."""
     return _data_root() / "reference" / "runtime"
-
-
-def solution_dir() -> Path:
-    """The reference solutions: trusted, never copied into a sandbox that runs student code."""
-    return _data_root() / "reference" / "solution"
 
 
 def harness_parent() -> Path:

@@ -15,11 +15,11 @@ from typing import Any
 
 import numpy as np
 
-from .harness.probes import Inputs, encode_inputs, load_probes
+from .harness.probes import Inputs, encode_inputs
 from .models import Record
 from .rubric import CheckSpec, Rubric
 
-PUBLIC_SEED = 11_2024
+PUBLIC_SEED = 112024
 
 
 class PlannedCheck(Record):
@@ -39,6 +39,7 @@ class Job(Record):
     """What crosses into the sandbox, besides the student module: no expected values."""
 
     module: str
+    probes: str  # the unit's probes package, imported by the harness (grader.modules.<name>.probes)
     seed: int
     numpy_seed: int = 0  # seeds unseeded student initialisations; reveals nothing about ``seed``
     parallel: int = 2
@@ -54,7 +55,10 @@ def submission_seed(sha256: str) -> int:
 
 
 def plan(rubric: Rubric, checks: tuple[CheckSpec, ...], seed: int) -> Job:
-    probes = load_probes(rubric.module)
+    from . import modules
+
+    unit = modules.get(rubric.module)
+    probes = unit.load_probes()
     planned = []
     for check in checks:
         base = PUBLIC_SEED if check.public else seed
@@ -63,6 +67,6 @@ def plan(rubric: Rubric, checks: tuple[CheckSpec, ...], seed: int) -> Job:
         planned.append(PlannedCheck(id=check.id, probe=check.probe, timeout_s=check.timeout_s,
                                     inputs=encode_inputs(inputs), visible=check.public))
     numpy_seed = int.from_bytes(hashlib.sha256(f"numpy:{seed}".encode()).digest()[:4], "big")
-    return Job(module=rubric.module, seed=seed, numpy_seed=numpy_seed, parallel=min(2, os.cpu_count() or 1),
-               import_timeout_s=rubric.import_timeout_s,
+    return Job(module=rubric.module, probes=unit.probes_module, seed=seed, numpy_seed=numpy_seed,
+               parallel=min(2, os.cpu_count() or 1), import_timeout_s=rubric.import_timeout_s,
                total_timeout_s=rubric.total_timeout_s, checks=tuple(planned))

@@ -1,7 +1,7 @@
 """pytest plugin: grade a submission with ``pytest``, one test item per rubric check.
 
     pytest --grade PATH [--rubric R.toml] [--backend local|docker]
-    pytest --module embeddings          # inside a TinyTorch checkout (also 11, 11_embeddings)
+    pytest --module NAME                # inside a TinyTorch checkout (its number, name, or NN_name)
 
 Registered through the ``pytest11`` entry point, so it is loaded into every pytest run of the
 environment: unless a submission is named (``--grade``/``--module`` or their ini twins
@@ -15,7 +15,7 @@ properties ``points``, ``max_points``, ``status``), to ``-v`` status words and t
 Whoever runs pytest decides how it scores; the repository it runs in does not. Only the command
 line (and ``PYTEST_ADDOPTS``) may give ``--rubric`` a file. An ini file, its ``addopts`` or a
 ``conftest.py`` setting an option may only select an installed rubric by id (``grade_rubric =
-tinytorch-11-embeddings``, optionally pinned: ``...@sha256:1a2b3c4d``) and only name a submission
+tinytorch-NN-name``, optionally pinned: ``...@sha256:1a2b3c4d``) and only name a submission
 inside the ini's own folder; anything else is a usage error that says so. (A course grading a
 student's checkout also runs that checkout's ``conftest.py``: use ``--noconftest``, see
 docs/COURSE_SETUP.md.)
@@ -37,10 +37,11 @@ if TYPE_CHECKING:
     from _pytest._code.code import ExceptionInfo, TerminalRepr
     from _pytest.terminal import TerminalReporter
 
-    from .grade import Grader
     from .locate import ModuleWork
     from .models import CheckResult, GradeReport
+    from .pipeline import Grader
     from .rubric import CheckSpec, Rubric
+    from .session import Session
 
 BACKENDS = ("local", "docker")
 MARKERS = {
@@ -53,7 +54,7 @@ MARKERS = {
 OPTIONS = (
     ("--grade", "grade_path", "PATH", "grade this notebook (.ipynb) or jupytext .py file: one test per rubric check"),
     ("--module", "grade_module", "MODULE",
-     "grade the student's work for this module in the TinyTorch checkout: 11, embeddings or 11_embeddings"),
+     "grade the student's work for this module in the TinyTorch checkout: its number, name, or NN_name"),
     ("--rubric", "grade_rubric", "RUBRIC",
      "rubric to grade with: an installed rubric's id (ID or ID@sha256:HEX), or a .toml file on the command line "
      "only (default: the bundled rubric of the module)"),
@@ -171,7 +172,7 @@ def _rubric_choice(value: _Value) -> tuple[Path | None, str | None]:
     if not is_id:
         raise pytest.UsageError(
             f"rubric {value.text!r} from {value.where}: settings in the graded repository may only select an "
-            "installed rubric by id (e.g. grade_rubric = tinytorch-11-embeddings), never a file; "
+            "installed rubric by id (e.g. grade_rubric = <rubric id>), never a file; "
             "the course passes a rubric file with --rubric on the command line")
     return None, value.text
 
@@ -199,6 +200,7 @@ class GradingSession:
         self.report: GradeReport | None = None
         self.error: str | None = None
         self._grader: Grader | None = None
+        self._session: Session | None = None
 
     @classmethod
     def open(cls, config: pytest.Config, settings: Settings) -> GradingSession:
@@ -210,9 +212,9 @@ class GradingSession:
             installed_rubric,
             locate,
             module_label,
+            module_number,
             parse_module,
             rubric_for,
-            rubric_module_number,
         )
         from .rubric import load_rubric
 
@@ -233,7 +235,7 @@ class GradingSession:
             rubric = load_rubric(rubric_path)
         except GraderError as e:
             raise pytest.UsageError(str(e)) from None
-        number = work.number if work.number is not None else rubric_module_number(rubric.title)
+        number = work.number if work.number is not None else module_number(rubric.module)
         return cls(config, settings, work, rubric, module_label(number, work.name or rubric.module))
 
     # ---- hooks ---------------------------------------------------------------------------------
@@ -292,8 +294,9 @@ class GradingSession:
                                         "course's Docker sandbox")
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
-        if self._grader is not None:
-            self._grader.close()
+        if self._session is not None:
+            self._session.close()
+            self._session = None
             self._grader = None
 
     # ---- grading -------------------------------------------------------------------------------
@@ -317,10 +320,11 @@ class GradingSession:
 
     def _open_grader(self) -> None:
         from .errors import GraderError
-        from .grade import Grader
+        from .session import Session
 
+        self._session = Session()
         try:
-            self._grader = Grader(self.rubric, self.settings.backend)
+            self._grader = self._session.grader(self.rubric, backend=self.settings.backend)
         except GraderError as e:
             raise pytest.UsageError(f"backend {self.settings.backend!r}: {e}") from None
 

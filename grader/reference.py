@@ -7,6 +7,7 @@ job such as the public checks never runs twice. The cache lives outside every sa
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -19,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .errors import HarnessProtocolError
-from .paths import expected_cache_dir, solution_dir
+from .paths import expected_cache_dir
 from .sandbox.bundle import bundle_hash, ensure_bundle
 from .sandbox.local import scrubbed_env
 from .sandbox.process import deadlines
@@ -28,14 +29,16 @@ if TYPE_CHECKING:  # imported lazily: the CLI starts the worker before the heavy
     from .channel import CheckOutput
     from .plan import Job
 
-SERVE = "import sys; sys.path[:0] = [{path!r}]; import harness.run as r; r.serve({chunks!r})"
+SERVE = "import sys; sys.path[:0] = [{path!r}]; import grader.harness.run as r; r.serve({chunks!r})"
 
 
 class ReferenceOracle:
     """Expected outputs per job, from a persistent trusted worker; thread-safe."""
 
     def __init__(self, module: str) -> None:
-        self.source = (solution_dir() / f"{module}.py").read_text(encoding="utf-8")
+        from . import modules
+
+        self.source = modules.get(module).reference_path.read_text(encoding="utf-8")
         self._lock = threading.Lock()
         self._proc: subprocess.Popen[str] | None = None
         self._home: Path | None = None
@@ -52,9 +55,19 @@ class ReferenceOracle:
         inputs = job.model_dump_json(exclude={"seed", "numpy_seed", "parallel"})
         key = hashlib.sha256((self._version + inputs).encode()).hexdigest()[:32]
         cached = expected_cache_dir() / key
-        if not (cached / "out").is_dir():
-            self._compute(job, cached)
-        return self._read(job, cached / "out")
+        if (cached / "out").is_dir():
+            return self._read(job, cached / "out")
+        work = self._compute(job)
+        try:
+            expected = self._read(job, work / "out")
+        except BaseException:  # a failed reference run is never cached
+            shutil.rmtree(work, ignore_errors=True)
+            raise
+        try:
+            work.rename(cached)
+        except OSError:  # a concurrent grader cached the same job first
+            shutil.rmtree(work, ignore_errors=True)
+        return expected
 
     def close(self) -> None:
         with self._lock:
@@ -81,7 +94,8 @@ class ReferenceOracle:
         )
         return self._proc
 
-    def _compute(self, job: Job, cached: Path) -> None:
+    def _compute(self, job: Job) -> Path:
+        """Run ``job`` on the reference; the directory that holds its ``out``."""
         expected_cache_dir().mkdir(parents=True, exist_ok=True)
         os.chmod(expected_cache_dir(), 0o700)
         work = Path(tempfile.mkdtemp(prefix=".job-", dir=expected_cache_dir()))
@@ -96,6 +110,9 @@ class ReferenceOracle:
             except (BrokenPipeError, TimeoutError) as e:
                 answer = f"<{type(e).__name__}>"
             if answer.strip() != "done":
+                if answer == "":  # end of output: the worker is exiting; let it finish its stderr
+                    with contextlib.suppress(subprocess.TimeoutExpired):
+                        proc.wait(timeout=2)
                 stderr = ""
                 if proc.poll() is not None and proc.stderr is not None:
                     stderr = proc.stderr.read()[-2000:]
@@ -103,10 +120,7 @@ class ReferenceOracle:
                 _stop(proc)
                 shutil.rmtree(work, ignore_errors=True)
                 raise HarnessProtocolError(f"the reference worker failed ({answer.strip() or 'no answer'}): {stderr}")
-        try:
-            work.rename(cached)
-        except OSError:  # a concurrent grader cached the same job first
-            shutil.rmtree(work, ignore_errors=True)
+        return work
 
     def _read(self, job: Job, out: Path) -> dict[str, CheckOutput]:
         from .channel import read_check

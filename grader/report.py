@@ -48,8 +48,9 @@ def render(report: GradeReport, console: Console, *, staff: bool = False) -> Non
 
 def _notes(report: GradeReport) -> list[str]:
     ex = report.extraction
-    notes = [f"cell {e.cell}, line {e.line}: syntax error ({e.message}); this cell was skipped"
-             for e in ex.syntax_errors]
+    notes = list(ex.notes)
+    notes += [f"cell {e.cell}, line {e.line}: syntax error ({e.message}); this cell was skipped"
+              for e in ex.syntax_errors]
     notes += [f"while defining your code: {e}" for e in ex.import_errors]
     skipped = [d for d in ex.dropped if d.kind in ("magic", "shell")]
     if skipped:

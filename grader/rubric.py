@@ -1,7 +1,8 @@
 """Rubric stage: load and validate a rubric file (TOML) into typed, versioned data.
 
-A rubric is data only; it is never executed. Probes and comparators are referenced by name and
-resolved against the registries, so a typo is reported when the rubric loads, not mid-grading.
+A rubric is data only; it is never executed. It names its course module (an installed unit,
+grader.modules); probes, comparators and diagnoses are referenced by name and resolved against
+that unit, so a typo is an error naming the check when the rubric loads, not mid-grading.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ class CheckSpec(Record):
     hint: str = ""
     probe: str
     comparator: str = "match"
+    diagnosis: str | None = None  # a likely-cause finder of the unit; default: by probe name, then check id
     needs: tuple[str, ...] = ()
 
     @property
@@ -64,15 +66,13 @@ class Rubric(Record):
         return tuple(c for c in self.checks if c.public or not public_only)
 
 
-def default_rubric_path() -> Path:
-    from .paths import rubrics_dir
+def load_rubric(path: str | Path | None = None, *, module: str | None = None) -> Rubric:
+    """Read, version-check and validate a rubric; RubricError says what to fix and where.
 
-    return rubrics_dir() / "embeddings.toml"
+    Without ``path``: the rubric of the installed course module ``module``, or of the only one."""
+    from . import modules
 
-
-def load_rubric(path: str | Path | None = None) -> Rubric:
-    """Read, version-check and validate a rubric; RubricError says what to fix and where."""
-    p = Path(path) if path is not None else default_rubric_path()
+    p = Path(path) if path is not None else (modules.get(module) if module else modules.default()).rubric_path
     try:
         raw = p.read_bytes()
         data = tomllib.loads(raw.decode("utf-8"))
@@ -91,13 +91,15 @@ def load_rubric(path: str | Path | None = None) -> Rubric:
 
 
 def _validate(p: Path, data: dict[str, Any], sha: str) -> Rubric:
-    from .harness.probes import load_probes
+    from . import modules
+    from .errors import ModuleUnitError
 
     defaults = data.pop("defaults", {})
     try:
-        probes = load_probes(str(data.get("module", "")))
-    except ModuleNotFoundError:
-        raise RubricError(f"rubric {p}: no probes for module {data.get('module')!r}") from None
+        unit = modules.get(str(data.get("module", "")))
+        probes, rules = unit.load_probes(), unit.judge_rules()
+    except ModuleUnitError as e:
+        raise RubricError(f"rubric {p}: {e}") from None
     checks = []
     for raw in data.get("checks", []):
         merged = {**defaults, **raw}
@@ -107,6 +109,14 @@ def _validate(p: Path, data: dict[str, Any], sha: str) -> Rubric:
             raise RubricError(f"rubric {p}: check {merged.get('id')!r} names unknown probe {merged['probe']!r}; "
                               f"known: {', '.join(sorted(probes))}")
         merged["needs"] = probe.needs
+        comparator = merged.get("comparator", "match")
+        if comparator not in rules.comparator_names():
+            raise RubricError(f"rubric {p}: check {merged.get('id')!r} names unknown comparator {comparator!r}; "
+                              f"known: {', '.join(sorted(rules.comparator_names()))}")
+        diagnosis = merged.get("diagnosis")
+        if diagnosis is not None and diagnosis not in rules.diagnoses:
+            raise RubricError(f"rubric {p}: check {merged.get('id')!r} names unknown diagnosis {diagnosis!r}; "
+                              f"known: {', '.join(sorted(rules.diagnoses))}")
         checks.append(merged)
     try:
         rubric = Rubric(**{**data, "checks": checks, "sha256": sha})

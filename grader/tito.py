@@ -1,4 +1,4 @@
-"""``tito test --module embeddings``: the grader as a command of TinyTorch's ``tito`` CLI.
+"""``tito test --module NAME``: the grader as a command of TinyTorch's ``tito`` CLI.
 
 TinyTorch's ``tito`` has no plugin mechanism: its commands are a hard-coded dict built in
 ``tito.main.TinyTorchCLI.__init__``, each a ``BaseCommand`` (``name``, ``description``,
@@ -28,6 +28,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
+
+from .sandbox import BACKENDS
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -71,12 +73,12 @@ class GradeTestCommand:
         group = parser.add_argument_group("grading (tinytorch-grader)")
         options: list[tuple[tuple[str, ...], dict[str, Any]]] = [
             (("--module",), dict(dest="grade_module", metavar="MODULE",
-                                 help="grade your work for this module: 11, embeddings or 11_embeddings")),
+                                 help="grade your work for this module: its number, name, or NN_name")),
             (("--notebook",), dict(dest="grade_notebook", metavar="PATH", type=Path,
                                    help="grade this notebook or .py file instead of the one found in modules/")),
             (("--hidden",), dict(dest="grade_hidden", action="store_true",
                                  help="also run the hidden checks and show their full feedback (staff)")),
-            (("--backend",), dict(dest="grade_backend", choices=["local", "docker"], default="local",
+            (("--backend",), dict(dest="grade_backend", choices=BACKENDS, default="local",
                                   help="local: practice run (default); docker: the official sandbox")),
             (("--rubric",), dict(dest="grade_rubric", metavar="TOML", type=Path,
                                  help="rubric .toml (default: the bundled rubric of the module)")),
@@ -103,7 +105,7 @@ class GradeTestCommand:
         if self._upstream is not None:
             return int(self._upstream.run(args))
         _errors().print("[red]error:[/] TinyTorch's tito is not installed here, so only "
-                        "[bold]tito test --module NAME[/] is available (e.g. tito test --module embeddings)",
+                        "[bold]tito test --module NAME[/] is available (e.g. tito test --module NAME)",
                         highlight=False)
         return EXIT_USAGE
 
@@ -127,14 +129,17 @@ def grade_command(args: argparse.Namespace) -> int:
         errors.print(f"[red]error:[/] give the module once: [bold]tito test --module {escape(positional)}[/] grades "
                      f"it, [bold]tito test {escape(positional)}[/] runs TinyTorch's own tests", highlight=False)
         return EXIT_USAGE
+    from .client import run_request
+
     try:
         work, rubric = _resolve(getattr(args, "grade_module", None), getattr(args, "grade_notebook", None),
                                 getattr(args, "grade_rubric", None))
     except LocateError as e:
         errors.print(f"[red]error:[/] {escape(str(e))}", highlight=False)
         return EXIT_USAGE
-    return _grade(work, rubric, backend=getattr(args, "grade_backend", "local"),
-                  hidden=bool(getattr(args, "grade_hidden", False)))
+    return run_request(tito_request(work, rubric, backend=getattr(args, "grade_backend", "local"),
+                                    hidden=bool(getattr(args, "grade_hidden", False))),
+                       use_daemon=getattr(args, "grade_use_daemon", True))
 
 
 def _resolve(module: str | None, notebook: Path | None, rubric: Path | None) -> tuple[ModuleWork, Path | None]:
@@ -149,7 +154,7 @@ def _resolve(module: str | None, notebook: Path | None, rubric: Path | None) -> 
     elif ref is not None:
         work = locate(ref, [Path.cwd()], hint="or pass --notebook PATH")
     else:
-        raise LocateError("name a module (--module embeddings) or a file (--notebook PATH)")
+        raise LocateError("name a module (--module NAME) or a file (--notebook PATH)")
     if rubric is not None:
         return work, rubric
     if work.name:
@@ -163,60 +168,20 @@ def _resolve(module: str | None, notebook: Path | None, rubric: Path | None) -> 
     return ModuleWork(work.path, number, bundled.module, work.checkout), bundled.path
 
 
-def _grade(work: ModuleWork, rubric: Path | None, *, backend: str, hidden: bool) -> int:
-    # As `grader grade` does: start the sandbox (and, for --hidden, the reference worker) before the
-    # heavy imports, so their interpreters boot while this one imports numpy, pydantic and rich.
-    from .cli import release, start_reference_early, start_sandbox_early
+def tito_request(work: ModuleWork, rubric: Path | None, *, backend: str, hidden: bool) -> dict[str, object]:
+    """``tito test --module``'s work as a request (plain data: the daemon validates it)."""
+    from .client import terminal
+    from .locate import module_label
 
-    sandbox = start_sandbox_early(backend)
-    # The public checks' inputs are fixed; with the seed fixed too, their job is the same for every
-    # version of the notebook, so after the first run the expected outputs come from the cache and the
-    # reference worker is not needed (it starts on demand if it is).
-    reference = start_reference_early(rubric) if hidden else None
-    from rich.console import Console
-    from rich.markup import escape
-    from rich.panel import Panel
-
-    from .errors import GraderError
-    from .grade import Grader
-    from .locate import module_label, rubric_module_number
-    from .report import render
-
-    console = Console()
-    errors = _errors()
-    try:
-        grader = Grader(rubric, sandbox or backend, public_only=not hidden, reference=reference,
-                        seed=None if hidden else PUBLIC_ONLY_SEED)
-    except GraderError as e:
-        release(sandbox, reference)
-        errors.print(f"[red]error:[/] {escape(str(e))}", highlight=False)
-        return EXIT_USAGE
-    label = module_label(work.number if work.number is not None else rubric_module_number(grader.rubric.title),
-                         work.name or grader.rubric.module)
-    shown = _display_path(work.path)
-    run_kind = "official run (docker sandbox)" if backend == "docker" else "practice run (local backend)"
-    checks = "all checks, with staff feedback" if hidden else "the public checks"
-    console.print(Panel(f"🧪 Grading [bold cyan]{escape(label)}[/]: [bold]{escape(shown)}[/]\n"
-                        f"[dim]{checks}; {run_kind}[/]", title="tito test --module", border_style="bright_cyan"))
-    try:
-        with grader:
-            report = grader.grade(work.path)
-    except GraderError as e:
-        errors.print(f"[red]error:[/] {escape(str(e))}", highlight=False)
-        return EXIT_USAGE
-    finally:
-        release(sandbox, reference)
-    render(report, console, staff=hidden)
-    passed = sum(c.status == "passed" for c in report.checks)
-    total = len(report.checks)
-    points = f"{report.score:g}/{report.max_score:g} points"
-    if report.all_passed:
-        console.print(Panel(f"✅ [bold green]All {total} checks passed[/] ({points})", border_style="green"))
-        return EXIT_OK
-    console.print(Panel(f"❌ [bold red]{total - passed} of {total} checks did not pass[/] ({points})\n"
-                        f"[dim]Read the feedback above, fix your code, and run tito test --module "
-                        f"{escape(work.name or grader.rubric.module)} again.[/]", border_style="red"))
-    return EXIT_FAILED
+    return {
+        "command": "tito", "paths": [str(work.path.resolve())], "rubric": str(rubric.resolve()) if rubric else None,
+        "backend": backend, "public_only": not hidden,
+        # The public checks' inputs are fixed; with the seed fixed too, their job is the same for every
+        # version of the notebook, so after the first run the expected outputs come from the cache.
+        "seed": None if hidden else PUBLIC_ONLY_SEED,
+        "label": module_label(work.number, work.name) if work.number is not None and work.name else "",
+        "display": _display_path(work.path), "module_name": work.name, **terminal(),
+    }
 
 
 def _display_path(path: Path) -> str:
@@ -251,11 +216,7 @@ def main(argv: Sequence[str] | None = None, *, use_daemon: bool = True) -> int:
     try:
         if _is_grading_call(args):
             parsed = standalone_parser().parse_args(args)
-            if use_daemon and getattr(parsed, "backend", "local") == "local":
-                from . import daemon
-
-                if daemon.enabled() and (code := daemon.run("tito", args)) is not None:
-                    return code
+            parsed.grade_use_daemon = use_daemon
             return GradeTestCommand().execute(parsed)
         upstream = _upstream_main()
         if upstream is not None:

@@ -12,6 +12,6 @@ fi
 if [ -f .ci/docker-engine.sh ] && { [ "$(id -u)" = 0 ] || [ "${GRADER_REQUIRE_DOCKER:-0}" = 1 ]; }; then
   PATH="$PWD/.venv/bin:$PATH" bash .ci/docker-engine.sh
 fi
-.venv/bin/python -m ruff check grader
+.venv/bin/python -m ruff check grader tests
 .venv/bin/python -m mypy
 exec .venv/bin/python -m pytest "$@"

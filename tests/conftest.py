@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +11,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SUBMISSIONS = ROOT / "submissions"
+EMBEDDINGS_RUBRIC = ROOT / "grader" / "modules" / "embeddings" / "rubric.toml"
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -35,7 +36,7 @@ def fast_rubric_file(directory: Path, timeout_s: float, import_timeout_s: float,
     """The module-11 rubric with its timeouts cut down, so that hanging submissions end in seconds."""
     import re
 
-    text = (ROOT / "rubrics" / "embeddings.toml").read_text(encoding="utf-8")
+    text = EMBEDDINGS_RUBRIC.read_text(encoding="utf-8")
     for key, value in (("timeout_s", timeout_s), ("import_timeout_s", import_timeout_s),
                        ("total_timeout_s", total_timeout_s)):
         text = re.sub(rf"(?m)^{key}\s*=.*$", f"{key} = {value}", text)
@@ -44,7 +45,7 @@ def fast_rubric_file(directory: Path, timeout_s: float, import_timeout_s: float,
     return path
 
 
-def write_notebook(path: Path, cells: list[str | tuple[str, str]], **top: Any) -> Path:
+def write_notebook(path: Path, cells: Sequence[str | tuple[str, str]], **top: Any) -> Path:
     """A minimal valid v4.5 notebook; a cell is code, or (cell_type, source)."""
     nb_cells = []
     for n, cell in enumerate(cells):

@@ -81,7 +81,8 @@ def test_every_layout_is_detected_and_graded(tmp_path: Path, make, layout: str, 
     assert outcome.layout == (f"zip of {layout}" if as_zip else layout)
     assert (outcome.total, outcome.graded) == (2, 2)
     scores = {r.student_id: r.score for r in SQLiteStore(tmp_path / "results").results()}
-    assert scores["alice"] == 100 and scores["bob"] < 100
+    bob = scores["bob"]
+    assert scores["alice"] == 100 and bob is not None and bob < 100
     assert json.loads((tmp_path / "results" / "reports" / "alice.json").read_text())["score"] == 100
 
 
@@ -208,3 +209,57 @@ def test_instructor_flow_from_a_zip_to_a_canvas_csv(tmp_path: Path) -> None:
     assert float(by_name["Doe, Jane"][5]) == 100 and by_name["Doe, Jane"][1] == "98765"
     assert float(by_name["Amélie Ng"][5]) < 100
     assert float(by_name["Zed Absent"][5]) == 0  # on the roster, no submission
+
+
+def test_hostile_submissions_cost_only_their_student(tmp_path: Path) -> None:
+    """Each of these used to stop the whole class, on every rerun: a file name that is not UTF-8, a
+    lone surrogate in a shell line (valid JSON), a jupytext header built to expand forever, cells
+    Python itself refuses."""
+    from .conftest import code_cells, write_notebook
+    from .test_load import yaml_alias_bomb
+
+    src = nbgrader_layout(tmp_path / "class")
+    folder = {s: src / "submitted" / s / "11_embeddings" for s in ("carol", "dave", "erin")}
+    for d in folder.values():
+        d.mkdir(parents=True)
+    shutil.copy(os.fsencode(CORRECT), os.fsencode(folder["carol"]) + b"/embeddings\xff\x1b[2J.ipynb")
+    write_notebook(folder["dave"] / "11_embeddings.ipynb", [
+        *code_cells(CORRECT), "!echo \ud800\n", "def f(a, a):\n    pass\n", "x = " + "-" * 100_000 + "1\n"])
+    (folder["erin"] / "11_embeddings.py").write_text(yaml_alias_bomb(9), encoding="utf-8")
+    out = tmp_path / "results"
+    run = subprocess.run([sys.executable, "-m", "grader.cli", "batch", str(src), "--out", str(out), "--workers", "2"],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert "Traceback" not in run.stdout + run.stderr and (out / "summary.html").is_file()
+    rows = {r.student_id: r for r in SQLiteStore(out).results()}
+    assert {s: r.status for s, r in rows.items()} == dict.fromkeys(("alice", "bob", "carol", "dave", "erin"), "graded")
+    assert rows["carol"].file_name == "embeddings\\xff\\x1b[2J.ipynb" and rows["carol"].score == 100
+    assert rows["dave"].score == 100 and rows["dave"].report is not None
+    assert len(rows["dave"].report.extraction.syntax_errors) == 2
+    assert rows["erin"].report is not None and rows["erin"].report.score == 0  # graded: it defines nothing
+    again = subprocess.run([sys.executable, "-m", "grader.cli", "batch", str(src), "--out", str(out)],
+                           capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0 and "5 up to date" in again.stdout
+
+
+def test_a_result_holding_text_no_encoder_accepts_is_still_stored(tmp_path: Path) -> None:
+    """The last line of defence: student text is made safe where it enters a report, but a lone
+    surrogate that got in anyway is escaped, not allowed to stop the class's store and files."""
+    from grader import Grader
+    from grader.batch.runner import write_student_report
+    from grader.batch.store import StoredResult, now
+
+    with Grader(backend="local", public_only=True) as g:
+        report = g.grade(CORRECT)
+    check = report.checks[0].model_copy(update={"message": "bad \ud800 text"})
+    report = report.model_copy(update={"checks": (check, *report.checks[1:])})
+    result = StoredResult(student_id="s\udcff", cache_key="k", sha256="0", file_name="a\udcff.ipynb", name="\x1b[2J",
+                          email="", submitted_at="", status="graded", reason="", score=report.score,
+                          max_score=report.max_score, report=report, graded_at=now())
+    with SQLiteStore(tmp_path) as store:
+        store.put(result)
+        (back,) = store.results()
+    assert back.report is not None and back.report.checks[0].message == "bad \\ud800 text"
+    assert (back.student_id, back.file_name, back.name) == ("s\\xff", "a\\xff.ipynb", "\\x1b[2J")
+    written = write_student_report(tmp_path, result)
+    assert written is not None and "bad \\\\ud800 text" in written.read_text(encoding="utf-8")

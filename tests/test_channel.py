@@ -36,14 +36,15 @@ def test_reads_a_plain_array_as_float64(tmp_path: Path) -> None:
         pytest.param(np.zeros(2, dtype=[("a", "f8")]), (2,), "not a plain number", id="structured"),
     ],
 )
-def test_refuses_arrays_that_are_not_plain_finite_numbers(tmp_path: Path, value: np.ndarray, shape: tuple[int, ...], reason: str) -> None:
+def test_refuses_arrays_that_are_not_plain_finite_numbers(tmp_path: Path, value: np.ndarray, shape: tuple[int, ...],
+                                                         reason: str) -> None:
     with pytest.raises(ValueError, match=reason):
         read_npy(save(tmp_path / "a.npy", value), shape)
 
 
 def test_refuses_pickles_symlinks_and_truncated_files(tmp_path: Path) -> None:
     (tmp_path / "p.npy").write_bytes(pickle.dumps([1.0, 2.0]))
-    with pytest.raises(ValueError, match="not a valid .npy"):
+    with pytest.raises(ValueError, match=r"not a valid \.npy"):
         read_npy(tmp_path / "p.npy", (2,))
     good = save(tmp_path / "g.npy", np.ones(4))
     (tmp_path / "link.npy").symlink_to(good)
@@ -74,3 +75,72 @@ def test_only_arrays_the_reference_produced_are_read(tmp_path: Path) -> None:
 def test_facts_must_be_plain_json_scalars(tmp_path: Path) -> None:
     (tmp_path / "c.json").write_text(json.dumps({"check": "c", "status": "ok", "facts": {"x": {"nested": 1}}}))
     assert read_check(tmp_path, "c", {}).outcome == "missing"
+
+
+def npy(path: Path, header: str, data: bytes = b"\0" * 16, version: int = 1) -> Path:
+    """A hand-made .npy file: magic, version, header length, header, data."""
+    raw = header.encode("latin-1")
+    width = 2 if version == 1 else 4
+    path.write_bytes(b"\x93NUMPY" + bytes([version, 0]) + len(raw).to_bytes(width, "little") + raw + data)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("header", "reason"),
+    [
+        pytest.param("{'descr': (), 'fortran_order': False, 'shape': (2,), }", "not a plain number", id="descr-empty-tuple"),
+        pytest.param("{'descr': [('a', '<f8')], 'fortran_order': False, 'shape': (2,), }", "not a plain number",
+                     id="descr-structured-list"),
+        pytest.param("{'descr': '|O', 'fortran_order': False, 'shape': (2,), }", "not a plain number", id="descr-object"),
+        pytest.param("{'descr': '<c16', 'fortran_order': False, 'shape': (1,), }", "not a plain number", id="complex"),
+        pytest.param("{'descr': '<f8', 'fortran_order': 'yes', 'shape': (2,), }", "bad fortran_order", id="fortran-str"),
+        pytest.param("{'descr': '<f8', 'fortran_order': False, 'shape': (-2,), }", "bad fortran_order or shape",
+                     id="negative-shape"),
+        pytest.param("{'descr': '<f8', 'fortran_order': False, 'shape': (2.0,), }", "bad fortran_order or shape",
+                     id="float-shape"),
+        pytest.param("{'descr': '<f8', 'fortran_order': False, 'shape': (2,), 'extra': 1}", "descr, fortran_order",
+                     id="extra-key"),
+        pytest.param("['descr', 'shape']", "descr, fortran_order", id="not-a-dict"),
+        pytest.param("{'descr': '<f8', 'fortran_order': False, 'shape': " + "(" * 300 + ")" * 300 + "}",
+                     "unreadable header", id="deep-nesting"),
+        pytest.param("__import__('os').system('true')", "unreadable header", id="code"),
+        pytest.param("{'descr': '<f8', 'fortran_order': False, 'shape': (2,), }" + " " * 5000, "header of",
+                     id="huge-header"),
+        pytest.param("{'descr': '<f8', 'fortran_order': False, 'shape': (65536, 65536, 65536), }", "too large",
+                     id="huge-shape"),
+    ],
+)
+def test_crafted_npy_headers_are_refused_with_a_reason(tmp_path: Path, header: str, reason: str) -> None:
+    with pytest.raises(ValueError, match=reason):
+        read_npy(npy(tmp_path / "a.npy", header), None)
+
+
+def test_npy_versions_2_and_3_are_read(tmp_path: Path) -> None:
+    header = "{'descr': '<f8', 'fortran_order': False, 'shape': (2,), }"
+    data = np.array([1.5, 2.5]).tobytes()
+    for version in (2, 3):
+        assert read_npy(npy(tmp_path / f"v{version}.npy", header, data, version), (2,)).tolist() == [1.5, 2.5]
+    with pytest.raises(ValueError, match=r"no \.npy magic and version"):
+        read_npy(npy(tmp_path / "v9.npy", header, data, 9), (2,))
+
+
+def test_a_crafted_array_costs_only_its_check(tmp_path: Path) -> None:
+    (tmp_path / "c.json").write_text(json.dumps({"check": "c", "status": "ok", "arrays": ["a", "b"]}))
+    (tmp_path / "c").mkdir()
+    npy(tmp_path / "c" / "a.npy", "{'descr': (), 'fortran_order': False, 'shape': (2,), }")
+    save(tmp_path / "c" / "b.npy", np.ones(2))
+    out = read_check(tmp_path, "c", {"a": (2,), "b": (2,)})
+    assert out.outcome == "ok" and list(out.arrays) == ["b"] and "not a plain number" in out.rejected["a"]
+
+
+def test_strings_from_the_sandbox_are_made_safe_to_store_and_print(tmp_path: Path) -> None:
+    message = "boom \ud800 \x1b]0;pwned\x07 \udcff\nsecond line" + "." * 900
+    (tmp_path / "c.json").write_text(json.dumps({
+        "check": "c", "status": "error", "error": {"type": "ValueError", "message": message}}))
+    out = read_check(tmp_path, "c", {})
+    assert out.outcome == "error" and out.error is not None
+    # escaped, and cut back to the length it had: within the schema's 1000-character cap
+    assert out.error.message == ("boom \\ud800 \\x1b]0;pwned\\x07 \\xff\nsecond line" + "." * 900)[: len(message)]
+    out.model_dump_json()  # would raise on a lone surrogate
+    (tmp_path / "d.json").write_text(json.dumps({"check": "d", "status": "ok", "facts": {"k\ud800": "v\x1b[2J"}}))
+    assert read_check(tmp_path, "d", {}).facts == {"k\\ud800": "v\\x1b[2J"}

@@ -15,7 +15,6 @@ from .conftest import SUBMISSIONS
 
 CORRECT = sorted(p for p in SUBMISSIONS.iterdir() if p.name.startswith("correct"))
 NEWER_API = ("emb_bad_ids", "pe_start_pos", "layer_start_pos")
-NEWER_NOTEBOOKS = {"correct_newer_generation", "correct_student_backward"}  # written for the newer API
 
 
 def not_passed(report: GradeReport) -> set[str]:
@@ -41,12 +40,15 @@ def test_each_bug_fails_its_checks_with_a_cause_that_names_it(grader_local: Grad
             assert "Hint: " not in check.detail
 
 
+NEWER_GENERATION = {"correct_newer_generation", "correct_student_backward"}
+
+
 @pytest.mark.parametrize("path", CORRECT, ids=[p.stem for p in CORRECT])
 def test_correct_notebooks_pass_every_check_and_newer_api_checks_apply_only_to_the_newer_one(
         grader_local: Grader, path: Path) -> None:
     report = grader_local.grade(path)
     assert not_passed(report) == set() and report.score == report.max_score == 100
-    newer = path.stem in NEWER_NOTEBOOKS
+    newer = path.stem in NEWER_GENERATION
     for check in report.checks:
         skipped = check.message.startswith("Not applicable: ")
         assert skipped == (check.id in NEWER_API and not newer), check.id

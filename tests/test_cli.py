@@ -61,3 +61,25 @@ def test_several_files_write_a_json_list(tmp_path: Path) -> None:
     reports = json.loads(out.read_text())
     assert [r["submission"] for r in reports] == ["correct_tinytorch.ipynb", "bug_sin_cos_swapped.ipynb"]
     assert reports[1]["score"] < 100
+
+
+def test_hostile_files_cost_only_themselves_and_the_json_is_written(tmp_path: Path) -> None:
+    from .conftest import code_cells, write_notebook
+    from .test_load import yaml_alias_bomb
+
+    hostile = write_notebook(tmp_path / "hostile.ipynb", [
+        *code_cells(SUBMISSIONS / "correct_tinytorch.ipynb"),
+        "def f(a, a):\n    pass\n", "x = " + "-" * 100_000 + "1\n", "!echo \ud800\n"])
+    bomb = tmp_path / "bomb.py"
+    bomb.write_text(yaml_alias_bomb(9), encoding="utf-8")
+    broken = tmp_path / "broken.ipynb"
+    broken.write_text("{")
+    out = tmp_path / "r.json"
+    run = grader("grade", SUBMISSIONS / "correct_tinytorch.ipynb", hostile, broken, bomb,
+                 SUBMISSIONS / "bug_sin_exponent.ipynb", "--json", out)
+    assert run.returncode == 2 and "Traceback" not in run.stderr
+    assert run.stderr.count("error:") == 1 and "broken.ipynb: not valid JSON" in run.stderr
+    reports = json.loads(out.read_text())
+    assert [r["submission"] for r in reports] == ["correct_tinytorch.ipynb", "hostile.ipynb", "bomb.py",
+                                                   "bug_sin_exponent.ipynb"]
+    assert reports[1]["score"] == 100 and len(reports[1]["extraction"]["syntax_errors"]) == 2

@@ -54,3 +54,26 @@ def test_daemon_stop_ends_it(daemon_env: dict[str, str], tmp_path: Path) -> None
                           capture_output=True, text=True, timeout=30)
     assert "stopped" in stop.stdout
     assert not list((tmp_path / "cache" / "daemon").glob("*.sock"))
+
+
+def test_a_request_that_fails_is_answered_and_the_daemon_keeps_serving(monkeypatch: pytest.MonkeyPatch,
+                                                                       tmp_path: Path) -> None:
+    from grader import commands, daemon
+
+    def broken(*args: object) -> int:
+        raise IndexError("tuple index out of range")
+
+    monkeypatch.setattr(commands, "execute", broken)
+    request = {"command": "grade", "paths": [str(tmp_path / "x.ipynb")], "columns": 80, "color": False}
+    reply = daemon._handle_safely(request, session=None)  # type: ignore[arg-type]
+    assert reply["exit"] == 2 and reply["stdout"] == ""
+    assert reply["stderr"] == "error: internal grader error, please report it: IndexError: tuple index out of range\n"
+    monkeypatch.setattr(commands, "execute", lambda *args: 0)
+    assert daemon._handle_safely(request, session=None)["exit"] == 0  # type: ignore[arg-type]  # the next is served
+
+
+def test_a_malformed_request_is_refused_not_executed() -> None:
+    from grader import daemon
+
+    reply = daemon._handle_safely({"command": "rm -rf", "paths": "/"}, session=None)  # type: ignore[arg-type]
+    assert reply["exit"] == 2 and "internal grader error" in str(reply["stderr"])

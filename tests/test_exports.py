@@ -1,4 +1,4 @@
-"""Gradebook exports, field by field against ../shared/FORMATS.md, and the roster's edge cases."""
+"""Gradebook exports, field by field against docs/FORMATS.md, and the roster's edge cases."""
 
 from __future__ import annotations
 

@@ -19,11 +19,14 @@ from typing import Any
 
 import pytest
 from markdown_it import MarkdownIt
+from markupsafe import escape as markup_escape
 
 from grader.batch.store import SQLiteStore, StoredResult
 from grader.feedback import md_block, md_text, render_html, render_markdown, student_view, write_feedback
 from grader.feedback.pictures import heatmaps, histogram_svg, png
 from grader.feedback.summary import build_summary, cause_of
+from grader.feedback.summary_html import render_summary_html
+from grader.feedback.view import CheckView, StudentView
 from grader.models import BackendInfo, CheckResult, ExtractionSummary, Figure, GradeReport
 from grader.rubric import Rubric, load_rubric
 
@@ -179,11 +182,37 @@ def test_not_graded_pages_explain_without_leaking_grader_internals(rubric: Rubri
     assert "/srv/secret/path" not in md_fault and "problem on the grading side" in md_fault
 
 
+PWN = '<x-pwn title="1" onclick="alert(7)">&amp;</x-pwn>'
+
+
+def assert_shown_as_text(page: str) -> None:
+    """PWN appears, escaped, and never becomes markup."""
+    assert_inert(page)
+    assert "x-pwn" not in [tag for tag, _ in tags_of(page)] and "<x-pwn" not in page
+    assert str(markup_escape(PWN)) in page
+
+
+@pytest.mark.parametrize("graded", [True, False], ids=["graded", "not-graded"])
+def test_every_text_of_a_student_page_is_escaped(graded: bool) -> None:
+    message = f"Called: {PWN}\n{PWN}\nLikely cause: {PWN}\nHint: {PWN}"
+    visible = CheckView(id=f"c{PWN}", title=PWN, status="failed", score=0.0, max_score=1.0, visibility="visible",
+                        message=message, figures=(Figure(name=PWN, got=((1.0, 2.0),), expected=((2.0, 2.0),)),))
+    hidden = CheckView(id=f"h{PWN}", title=PWN, status="failed", score=0.0, max_score=1.0, visibility="hidden",
+                       message=PWN, figures=())
+    view = StudentView(student_id=PWN, name=PWN, file_name=PWN, assignment=PWN, status="graded", status_text=PWN,
+                       score=0.0 if graded else None, max_score=2.0, checks=(visible, hidden), notes=(PWN,),
+                       practice=True)
+    page = render_html(view)
+    assert_shown_as_text(page)
+    if graded:
+        assert page.count('<section class="check"') == 1 and len([t for t, _ in tags_of(page) if t == "img"]) == 3
+
+
 # ---- student Markdown ---------------------------------------------------------------------
 
 
 def rendered_markdown(text: str) -> str:
-    return MarkdownIt("commonmark", {"html": True}).enable("table").render(text)
+    return str(MarkdownIt("commonmark", {"html": True}).enable("table").render(text))
 
 
 def test_markdown_escapes_student_text_so_no_link_html_or_script_forms(hostile: StoredResult, rubric: Rubric) -> None:
@@ -340,6 +369,21 @@ def test_write_feedback_without_a_store_says_what_to_run(tmp_path: Path) -> None
 
     with pytest.raises(GraderError, match="run 'grader batch"):
         write_feedback(tmp_path)
+
+
+def test_every_text_of_the_class_summary_is_escaped(rubric: Rubric) -> None:
+    summary = build_summary(class_results(rubric), rubric, missing=[PWN])
+    summary["assignment"]["title"] = PWN
+    summary["warnings"].append(PWN)
+    summary["checks"][0]["title"] = PWN
+    summary["failure_causes"][0]["cause"] = PWN
+    summary["failure_causes"][0]["students"].append(PWN)
+    summary["not_graded"][0]["reason"] = PWN
+    summary["students"].append({"student_id": PWN, "name": PWN, "status": "graded", "score": 1.0, "max_score": 2.0})
+    page = render_summary_html(summary)
+    assert_shown_as_text(page)
+    links = [attrs["href"] for tag, attrs in tags_of(page) if tag == "a"]
+    assert links and all(re.fullmatch(r"feedback/[A-Za-z0-9_.@-]+\.(html|md)", h or "") for h in links)  # PWN: no link
 
 
 # ---- end to end ---------------------------------------------------------------------------

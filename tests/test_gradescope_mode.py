@@ -16,7 +16,6 @@ import pytest
 
 from grader.errors import SubmissionError
 from grader.gradescope_mode import (
-    HidingSandbox,
     User,
     add_gradescope_parser,
     find_notebook,
@@ -24,6 +23,7 @@ from grader.gradescope_mode import (
     read_metadata,
 )
 from grader.rubric import load_rubric
+from grader.sandbox import HidingSandbox
 
 from .conftest import code_cells, write_notebook
 
@@ -140,8 +140,8 @@ def test_hiding_sandbox_adds_the_autograder_folders_to_every_run(tmp_path: Path)
         def run(self, job: Any, chunks: Any, workdir: Path, hide: Any = ()) -> Any:
             seen.append(tuple(hide))
 
-    sandbox = HidingSandbox(Fake(), (tmp_path / "source", tmp_path / "results"))  # type: ignore[arg-type]
-    sandbox.run(None, (), tmp_path, hide=(tmp_path / "cache",))  # type: ignore[arg-type]
+    sandbox = HidingSandbox(Fake(), (tmp_path / "source", tmp_path / "results"))
+    sandbox.run(None, (), tmp_path, hide=(tmp_path / "cache",))  # type: ignore[arg-type]  # the fake ignores the job
     assert seen == [(tmp_path / "cache", tmp_path / "source", tmp_path / "results")]
     sandbox.start()
     sandbox.close()  # a sandbox without start/close is fine
@@ -193,3 +193,30 @@ def test_make_zip_puts_the_pair_at_the_top_of_the_repository_archive(tmp_path: P
         assert {"setup.sh", "run_autograder", "seed_secret", "pyproject.toml"} <= names
         assert z.read("seed_secret") == b"s3cret"
         assert (z.getinfo("run_autograder").external_attr >> 16) & 0o111  # executable once unpacked
+
+
+def test_a_grader_fault_still_writes_results_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    from grader.pipeline import Grader
+
+    def broken(self: Grader, path: Path) -> None:
+        raise IndexError("tuple index out of range")
+
+    monkeypatch.setattr(Grader, "grade", broken)
+    code, results = run_mode(autograder_root(tmp_path))
+    assert code == 1  # shows in Gradescope's logs
+    assert results["score"] == 0.0 and results["extra_data"]["status"] == "failed_to_grade"
+    assert "a problem on the grading side" in results["output"]
+    assert "internal grader error, please report it: IndexError" in capsys.readouterr().out  # the staff log
+
+
+def test_student_controlled_strings_cannot_stop_results_json(tmp_path: Path) -> None:
+    metadata = {**METADATA, "id": "12\ud800\x1b[2J",
+                "users": [{"email": "a\udcff@example.org", "id": "42\ud800", "name": "\x1b]0;x\x07Eve"}]}
+    root = autograder_root(tmp_path, notebook=None, metadata=metadata)
+    write_notebook(root / "submission" / "11_embeddings.ipynb",
+                   [*code_cells(SUBMISSIONS / "correct_tinytorch.ipynb"), "!echo \ud800\n", "def f(a, a):\n    pass\n"])
+    code, results = run_mode(root)
+    assert code == 0 and results["score"] == 100.0
+    assert results["extra_data"]["student_id"] == "42\\ud800"
+    assert results["extra_data"]["submission_id"] == "12\\ud800\\x1b[2J"

@@ -2,16 +2,28 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
+from grader import modules
 from grader.channel import CheckOutput
-from grader.judge import judge
+from grader.judge import judge as judge_with
 from grader.judge.compare import array_difference, facts_equal
-from grader.rubric import load_rubric
+from grader.models import CheckResult
+from grader.rubric import CheckSpec, load_rubric
 
 RUBRIC = load_rubric()
 SPECS = {c.id: c for c in RUBRIC.checks}
+RULES = modules.get(RUBRIC.module).judge_rules()
+
+
+def judge(spec: CheckSpec, called: str, inputs: dict[str, Any], got: CheckOutput, expected: CheckOutput) -> CheckResult:
+    """The judge with module 11's rules."""
+    return judge_with(spec, called, inputs, got, expected, RULES)
+
+
 SEED_WEIGHTS = np.array([[10.0 * v, 10.0 * v + 1] for v in range(4)])
 
 
@@ -28,22 +40,96 @@ def seed_backward(ids: list[int], upstream: list[list[float]], accumulate: bool 
     return grad
 
 
-def test_seed_forward_rows() -> None:
-    expected = SEED_WEIGHTS[[2, 0]]
-    assert expected.tolist() == [[20, 21], [0, 1]]
-    assert array_difference(expected, expected, 0, 0) is None
+LOOKUP_WEIGHT = np.arange(1.0, 13.0).reshape(6, 2)  # no zero entry and no two equal rows
+LOOKUP_IDS = np.array([[2, 0, 5], [1, 1, 3]])
+LOOKUP_INPUTS = {"vocab": 6, "dim": 2, "weight": LOOKUP_WEIGHT, "ids": LOOKUP_IDS.astype(np.float64)}
+SEED_ROWS = SEED_WEIGHTS[[2, 0]]  # the spec's seed case: forward(Tensor([2, 0])) on rows (10v, 10v + 1)
 
 
-def test_seed_backward_accumulates_repeated_ids() -> None:
-    grad = seed_backward([1, 1], [[1, 2], [3, 4]])
-    assert grad[1].tolist() == [4, 6] and grad[0].tolist() == [0, 0]
-    assert seed_backward([1, 3], [[1, 2], [3, 4]])[3].tolist() == [3, 4]
+@pytest.mark.parametrize(("rows", "cause"), [
+    pytest.param(LOOKUP_WEIGHT[(LOOKUP_IDS + 1) % 6], "for id 2 the output is weight row 3: index the table with the "
+                 "ids themselves", id="off-by-one"),
+    pytest.param(2 * LOOKUP_WEIGHT[LOOKUP_IDS], "rows come out scaled by 2", id="scaled"),
+    pytest.param(np.broadcast_to(LOOKUP_WEIGHT[LOOKUP_IDS[0]], (2, 3, 2)), "every sequence of the batch came back as "
+                 "sequence 0", id="first-sequence-only"),
+])
+def test_a_wrong_lookup_fails_with_its_likely_cause(rows: np.ndarray, cause: str) -> None:
+    exp = ok(seed_rows=SEED_ROWS, rows=LOOKUP_WEIGHT[LOOKUP_IDS])
+    result = judge(SPECS["emb_lookup"], "lookup", LOOKUP_INPUTS, ok(seed_rows=SEED_ROWS, rows=rows), exp)
+    assert result.status == "failed" and result.score == 0
+    assert f"Likely cause: {cause}" in result.message
+    assert judge(SPECS["emb_lookup"], "lookup", LOOKUP_INPUTS, exp, exp).status == "passed"
 
 
-def test_seed_nonzero_row_counts() -> None:
-    count = lambda g: int(np.any(g != 0, axis=1).sum())  # noqa: E731
-    assert count(seed_backward([2, 2], [[1, 2], [3, 4]])) == 1
-    assert count(seed_backward([1, 3], [[1, 2], [3, 4]])) == 2
+def test_the_spec_seed_lookup_is_compared_value_by_value() -> None:
+    exp = ok(seed_rows=SEED_ROWS, rows=LOOKUP_WEIGHT[LOOKUP_IDS])
+    got = ok(seed_rows=SEED_WEIGHTS[[3, 1]], rows=LOOKUP_WEIGHT[LOOKUP_IDS])
+    result = judge(SPECS["emb_lookup"], "Embedding(4, 2) forward(Tensor([2, 0]))", LOOKUP_INPUTS, got, exp)
+    assert result.status == "failed"
+    assert ("seed_rows: shape (2, 2): 4 of 4 values differ; largest difference 10 at index [0, 0]: expected 20, got 30"
+            in result.message)
+
+
+SPARSE_UPSTREAM = np.array([[1.0, 2.0], [3.0, 4.0]])
+
+
+def sparse_grad() -> np.ndarray:
+    """The right gradient of Embedding(6, 2) for tokens (1, 4) and SPARSE_UPSTREAM."""
+    grad = np.zeros((6, 2))
+    grad[[1, 4]] = SPARSE_UPSTREAM
+    return grad
+
+
+def sparse_case(grad: np.ndarray | str, rows_second: int = 2) -> tuple[dict[str, Any], CheckOutput, CheckOutput]:
+    """grad_sparse on Embedding(6, 2) with tokens (1, 4); the seed counts are those of the spec's cases."""
+    upstream = SPARSE_UPSTREAM
+    inputs = {"vocab": 6, "dim": 2, "weight": LOOKUP_WEIGHT, "ids": np.array([1.0, 4.0]), "upstream": upstream}
+    right = sparse_grad()
+    seed_second = seed_backward([1, 3], upstream.tolist())
+    exp = CheckOutput(outcome="ok", facts={"nonzero_rows_first": 1, "nonzero_rows_second": 2},
+                      arrays={"seed_grad_second": seed_second, "grad": right})
+    facts: dict[str, Any] = {"nonzero_rows_first": 1, "nonzero_rows_second": rows_second}
+    arrays = {"seed_grad_second": seed_second}
+    if isinstance(grad, str):
+        facts["grad"] = grad
+    else:
+        arrays["grad"] = grad
+    return inputs, CheckOutput(outcome="ok", facts=facts, arrays=arrays), exp
+
+
+def test_a_gradient_in_a_row_never_looked_up_names_that_row() -> None:
+    leaky = sparse_grad()
+    leaky[5] = 0.5
+    inputs, got, exp = sparse_case(leaky)
+    result = judge(SPECS["grad_sparse"], "backward", inputs, got, exp)
+    assert result.status == "failed"
+    assert "Likely cause: row 5 was never looked up but got a non-zero gradient" in result.message
+    assert judge(SPECS["grad_sparse"], "backward", inputs, exp, exp).status == "passed"
+
+
+def test_the_spec_seed_row_counts_are_compared() -> None:
+    inputs, got, exp = sparse_case(sparse_grad(), rows_second=1)
+    result = judge(SPECS["grad_sparse"], "backward", inputs, got, exp)
+    assert result.status == "failed" and "nonzero_rows_second: expected 2, got 1" in result.message
+
+
+def test_a_backward_that_never_reaches_the_weights_says_so() -> None:
+    inputs, got, exp = sparse_case("no gradient: .grad is still None after backward()")
+    result = judge(SPECS["grad_sparse"], "backward", inputs, got, exp)
+    assert result.status == "failed"
+    assert "Likely cause: the gradient never reached the weights" in result.message
+
+
+def test_averaging_repeated_tokens_is_diagnosed_as_a_mean() -> None:
+    upstream = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+    inputs = {"vocab": 4, "dim": 2, "weight": SEED_WEIGHTS, "upstream": upstream}
+    seed = seed_backward([1, 1], [[1, 2], [3, 4]])
+    exp = ok(seed_grad=seed, grad=seed_backward([0, 2, 0], upstream.tolist()))
+    averaged = exp.arrays["grad"].copy()
+    averaged[0] /= 2
+    result = judge(SPECS["grad_accumulate"], "backward", inputs, ok(seed_grad=seed, grad=averaged), exp)
+    assert result.status == "failed"
+    assert "Likely cause: row 0 received the mean of its two gradient rows" in result.message
 
 
 def test_overwriting_backward_fails_grad_accumulate_with_the_cause() -> None:
@@ -76,7 +162,8 @@ def test_hidden_checks_reveal_neither_inputs_nor_expected_values() -> None:
     assert result.status == "failed"
     for secret in ("[[0, 1]]", "expected", "3"):
         assert secret not in result.message
-    assert "expected 3, got 0" in result.detail or "expected" in result.detail
+    assert result.detail.startswith("Called: Embedding(4, 2) backward of a batch of ids [[0, 1]]\n")  # for staff
+    assert "largest difference 4 at index [1, 1]: expected 4, got 0" in result.detail
 
 
 @pytest.mark.parametrize("outcome", ["timeout", "crashed", "oom", "error", "missing"])
@@ -88,7 +175,7 @@ def test_every_non_ok_outcome_scores_zero(outcome: str) -> None:
 def test_tolerances_are_explicit_and_type_strict() -> None:
     a = np.array([1.0, 2.0])
     assert array_difference(a + 1e-9, a, 1e-6, 1e-6) is None
-    assert "largest difference 0.5 at index [1]" in (array_difference(a + [0, 0.5], a, 1e-6, 1e-6) or "")
+    assert "largest difference 0.5 at index [1]" in (array_difference(a + np.array([0, 0.5]), a, 1e-6, 1e-6) or "")
     assert not facts_equal(True, 1) and not facts_equal("1", 1) and facts_equal([1, 2], [1, 2])
 
 

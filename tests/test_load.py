@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
 
 from grader.errors import SubmissionError
-from grader.load import LoadLimits, load_submission
+from grader.extract import extract
+from grader.intake import read_submission
+from grader.load import LoadLimits, _without_header_yaml, load_submission
 
 from .conftest import SUBMISSIONS, write_notebook
 
@@ -49,7 +52,8 @@ def test_upgrades_nbformat_v3(tmp_path: Path) -> None:
         pytest.param(json.dumps({"cells": [{"cell_type": "weird", "source": "", "metadata": {}}], "nbformat": 4,
                                  "nbformat_minor": 5, "metadata": {}}).encode(), "not a valid notebook", id="odd-cell-type"),
         pytest.param(b"[1, 2, 3]", "not a Jupyter notebook", id="json-list"),
-        pytest.param(json.dumps({"cells": [], "nbformat": 99, "metadata": {}}).encode(), "unsupported nbformat", id="future-version"),
+        pytest.param(json.dumps({"cells": [], "nbformat": 99, "metadata": {}}).encode(), "unsupported nbformat",
+                     id="future-version"),
     ],
 )
 def test_refuses_malformed_notebooks(tmp_path: Path, content: bytes, message: str) -> None:
@@ -79,3 +83,75 @@ def test_refuses_what_is_not_a_notebook_file(tmp_path: Path, name: str) -> None:
     (tmp_path / "notes.txt").write_text("hello")
     with pytest.raises(SubmissionError):
         load_submission(tmp_path / name)
+
+
+def v3_notebook(sources: list[str]) -> str:
+    cells = [{"cell_type": "code", "input": s, "outputs": []} for s in sources]
+    nb = {"nbformat": 3, "nbformat_minor": 0, "metadata": {}, "worksheets": [{"cells": cells, "metadata": {}}]}
+    return json.dumps(nb, separators=(",", ":"))
+
+
+def test_the_cell_cap_holds_before_an_old_notebook_is_upgraded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def upgrade(*args: object) -> None:
+        raise AssertionError("upgraded before the cell cap was checked")
+
+    monkeypatch.setattr("grader.load._upgrade", upgrade)
+    path = tmp_path / "old.ipynb"
+    path.write_text(v3_notebook(["pass"] * 60_000))  # upgrading 60k cells costs seconds of CPU
+    with pytest.raises(SubmissionError, match="2000-cell limit"):
+        load_submission(path)
+
+
+def yaml_alias_bomb(depth: int) -> str:
+    """A jupytext header whose ``jupyter:`` YAML expands to 9**depth nodes if aliases are followed."""
+    lines = ["# ---", "# jupyter:", "#   a0: &a0 [x, x, x, x, x, x, x, x, x]"]
+    lines += [f"#   a{d}: &a{d} [{', '.join([f'*a{d - 1}'] * 9)}]" for d in range(1, depth + 1)]
+    return "\n".join([*lines, "# ---", "", "# %%", "x = 1", "", "# %% [markdown]", "# notes", "", "# %%", "y = 2", ""])
+
+
+def test_a_yaml_alias_bomb_in_a_jupytext_header_is_never_expanded(tmp_path: Path) -> None:
+    path = tmp_path / "bomb.py"
+    path.write_text(yaml_alias_bomb(9), encoding="utf-8")  # 387 million nodes if expanded
+    # Read in a bounded child, so that a regression fails this test instead of the machine.
+    intake = read_submission(path, ("x",), LoadLimits(max_seconds=20, max_memory_mb=256))
+    assert [(c.index, c.source) for c in intake.submission.cells] == [(1, "x = 1"), (3, "y = 2")]
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        pytest.param("", id="plain"),
+        pytest.param("#!/usr/bin/env python\n", id="shebang"),
+        pytest.param("# -*- coding: utf-8 -*-\n", id="coding-line"),
+        pytest.param("#\n", id="blank-comment-first"),
+    ],
+)
+def test_jupytext_sources_read_the_same_without_their_header_yaml(header: str) -> None:
+    import jupytext
+
+    text = header + (SUBMISSIONS / "correct_source.py").read_text(encoding="utf-8").replace(
+        "# ---\n", "# ---\n# title: root-level metadata\n", 1)
+    expected = [(c.cell_type, c.source) for c in jupytext.reads(text, fmt="py:percent").cells]
+    got = [(c.cell_type, c.source) for c in jupytext.reads(_without_header_yaml(text), fmt="py:percent").cells]
+    assert got == expected
+    assert "format_name" not in _without_header_yaml(text)
+
+
+def test_text_no_encoder_accepts_is_made_visible_with_a_note(tmp_path: Path) -> None:
+    # A lone surrogate is valid JSON ("\ud800") but neither UTF-8 nor storable: it used to stop a
+    # whole class batch when the report was saved.
+    nb = write_notebook(tmp_path / "s.ipynb", ["!echo \ud800 hi", "x = '\udcff'", "y = 1"])
+    sub = load_submission(nb)
+    assert [c.source for c in sub.cells] == ["!echo \\ud800 hi", "x = '\\xff'", "y = 1"]
+    assert sub.notes == ("cell 1, 2: lone surrogate characters (not valid text) were replaced by visible escapes",)
+    module = extract(sub, ("y",))
+    assert "\\ud800" in module.dropped[0].detail
+    json.loads(sub.model_dump_json()), json.loads(module.model_dump_json())
+
+
+def test_file_names_are_made_safe_to_print_and_store(tmp_path: Path) -> None:
+    name = os.fsdecode(b"evil\xff\x1b[2J.ipynb")  # an invalid UTF-8 byte and a terminal escape
+    nb = write_notebook(tmp_path / name, ["x = 1"])
+    sub = load_submission(nb)
+    assert sub.file_name == "evil\\xff\\x1b[2J.ipynb"
+    json.loads(sub.model_dump_json())

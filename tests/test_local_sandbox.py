@@ -13,7 +13,7 @@ import pytest
 from grader import Grader
 from grader.errors import SandboxUnavailable
 from grader.sandbox import cgroup
-from grader.sandbox.local import LocalSandbox, isolation_mode, required_layers
+from grader.sandbox.local import LocalSandbox, isolation_mode, required_layers, source_checkout
 from grader.sandbox.stream import OutputStream
 
 from .conftest import SUBMISSIONS, write_notebook
@@ -52,11 +52,9 @@ def _job_processes(uids: range = UIDS) -> list[int]:
 @pytest.fixture
 def own_uids(monkeypatch: pytest.MonkeyPatch) -> range:
     """Job uids that only this test uses (other graders may run on the machine at the same time)."""
-    import grader.sandbox.local as local
-
     offset = 500_000 + os.getpid() % 1000 * 100
     counter = iter(range(100))
-    monkeypatch.setattr(local.random, "randrange", lambda span: offset + next(counter))
+    monkeypatch.setattr("grader.sandbox.local.random.randrange", lambda span: offset + next(counter))
     return range(UIDS.start + offset, UIDS.start + offset + 100)
 
 
@@ -140,7 +138,7 @@ def test_fallback_mode_closes_staff_directories_to_other_users(fallback: None, t
     staff = tmp_path / "source"
     staff.mkdir(mode=0o755)
     (staff / "solution.py").write_text("ANSWER = 42\n")
-    from grader.gradescope_mode import HidingSandbox
+    from grader.sandbox import HidingSandbox
 
     sandbox = LocalSandbox()
     try:
@@ -149,7 +147,11 @@ def test_fallback_mode_closes_staff_directories_to_other_users(fallback: None, t
     finally:
         sandbox.close()
     assert os.stat(staff).st_mode & 0o077 == 0
-    assert "hidden-reference" in report.backend.isolation
+    # a source checkout (example solutions, tests, git history) is never closed for its owner: while
+    # others can read it, the layer is not claimed (and official grading refuses)
+    checkout = source_checkout()
+    open_checkout = checkout is not None and os.stat(checkout).st_mode & 0o005 == 0o005
+    assert ("hidden-reference" in report.backend.isolation) == (not open_checkout)
 
 
 @pytest.mark.skipif(not ROOT, reason="per-job cgroups are made by a root grader")

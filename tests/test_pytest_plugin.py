@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import SUBMISSIONS
+from .conftest import EMBEDDINGS_RUBRIC, SUBMISSIONS
 
 pytest_plugins = ["pytester"]
 
@@ -89,7 +89,7 @@ def test_a_buggy_submission_one_item_per_check_feedback_points_and_junit(run: Ru
     for noise in ("Traceback", "CheckFailed", "pytest_plugin.py", "def runtest"):
         assert noise not in out
 
-    cases = {case.get("name"): case for case in ET.parse(pytester.path / "junit.xml").getroot().iter("testcase")}
+    cases = {case.get("name", ""): case for case in ET.parse(pytester.path / "junit.xml").getroot().iter("testcase")}
     assert sorted(cases) == sorted(c["id"] for c in checks)
     for check in checks:
         props = {p.get("name"): p.get("value") for p in cases[check["id"]].iter("property")}
@@ -182,7 +182,7 @@ def one_check_rubric(path: Path) -> Path:
     """A rubric that gives all 100 points to emb_shape: what a student would like to be graded with."""
     import re
 
-    text = (Path(__file__).parents[1] / "rubrics" / "embeddings.toml").read_text(encoding="utf-8")
+    text = EMBEDDINGS_RUBRIC.read_text(encoding="utf-8")
     text = re.sub(r"(?m)^points = \d+", "points = 0", text).replace("points = 0", "points = 100", 1)  # emb_shape
     path.write_text(text.replace('id = "tinytorch-11-embeddings"', 'id = "mine"'), encoding="utf-8")
     return path
@@ -201,7 +201,7 @@ def test_a_rubric_file_named_by_the_repository_is_refused(run: Run, pytester: py
     result = run("--grade", sub)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["ERROR: rubric *evil* from * in *tox.ini*: settings in the graded repository may "
-                                 "only select an installed rubric by id (e.g. grade_rubric = tinytorch-11-embeddings), "
+                                 "only select an installed rubric by id (e.g. grade_rubric = <rubric id>), "
                                  "never a file; the course passes a rubric file with --rubric on the command line"])
     assert "passed" not in result.stdout.str() and "100/100" not in result.stdout.str()
 
@@ -210,12 +210,13 @@ def test_the_repository_may_select_an_installed_rubric_by_id_and_hash(run: Run, 
     from grader.rubric import load_rubric
 
     rubric = load_rubric()
+    points = next(c.points for c in rubric.checks if c.id == "emb_shape")
     sub = submission(pytester, BUGGY)
     pytester.makeini(f"[pytest]\ngrade_rubric = {rubric.id}@sha256:{rubric.sha256[:16]}\n")
     result = run("--grade", sub, "-k", "emb_shape")
     assert result.ret == pytest.ExitCode.OK
     result.stdout.fnmatch_lines([f"grading: * with rubric {rubric.id}@sha256:{rubric.sha256[:12]} *",
-                                 "module 11 embeddings: 5/5 (1/1 checks)"])
+                                 f"module 11 embeddings: {points:g}/{points:g} (1/1 checks)"])
     pytester.makeini(f"[pytest]\ngrade_rubric = {rubric.id}@sha256:{'0' * 16}\n")  # another version of it
     wrong = run("--grade", sub, "--collect-only")
     assert wrong.ret == pytest.ExitCode.USAGE_ERROR
@@ -227,7 +228,7 @@ def test_the_course_command_line_may_still_pass_a_rubric_file(run: Run, pytester
     evil = one_check_rubric(pytester.path / "course-rubric.toml")
     result = run("--grade", submission(pytester, BUGGY), "--rubric", evil)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
-    result.stdout.fnmatch_lines(["grading: * with rubric mine@sha256:*", "module 11 embeddings: 100/100 (14/16 checks)"])
+    result.stdout.fnmatch_lines(["grading: * with rubric mine@sha256:*", "module 11 embeddings: 100/100 (*/* checks)"])
 
 
 def test_the_repository_names_no_submission_outside_itself(run: Run, pytester: pytest.Pytester) -> None:

@@ -9,6 +9,8 @@ import pytest
 from grader.errors import RubricError
 from grader.rubric import load_rubric
 
+from .conftest import EMBEDDINGS_RUBRIC
+
 ORIGINAL_IDS = {
     "emb_shape", "emb_lookup", "emb_params", "emb_index_error", "emb_xavier", "grad_accumulate", "grad_sparse",
     "grad_batch", "pe_broadcast", "pe_too_long", "pe_grad", "sin_pos0", "sin_values", "layer_modes",
@@ -36,7 +38,8 @@ def test_bundled_rubric_has_the_contract_checks_and_100_points() -> None:
         pytest.param("schema_version = 0\n", "older than this grader", id="too-old"),
         pytest.param("title = 'x'\n", "missing integer schema_version", id="no-version"),
         pytest.param("schema_version = 1\n[[checks\n", "not valid TOML", id="bad-toml"),
-        pytest.param("schema_version = 1\nid='r'\ntitle='t'\nmodule='nope'\n", "no probes for module", id="no-module"),
+        pytest.param("schema_version = 1\nid='r'\ntitle='t'\nmodule='nope'\n", "no course module 'nope' is installed",
+                     id="no-module"),
     ],
 )
 def test_broken_rubrics_say_what_to_fix(tmp_path: Path, text: str, message: str) -> None:
@@ -47,7 +50,7 @@ def test_broken_rubrics_say_what_to_fix(tmp_path: Path, text: str, message: str)
 
 
 def test_unknown_probe_and_bad_visibility_are_caught(tmp_path: Path) -> None:
-    base = Path(__file__).parents[1].joinpath("rubrics", "embeddings.toml").read_text()
+    base = EMBEDDINGS_RUBRIC.read_text()
     path = tmp_path / "r.toml"
     path.write_text(base.replace('id = "emb_shape"', 'id = "emb_shape"\nprobe = "nope"'))
     with pytest.raises(RubricError, match="unknown probe 'nope'"):
@@ -58,7 +61,25 @@ def test_unknown_probe_and_bad_visibility_are_caught(tmp_path: Path) -> None:
 
 
 def test_instructors_can_reweight(tmp_path: Path) -> None:
-    base = Path(__file__).parents[1].joinpath("rubrics", "embeddings.toml").read_text()
+    base = EMBEDDINGS_RUBRIC.read_text()
     path = tmp_path / "r.toml"
     path.write_text(base.replace("points = 8", "points = 18", 1))
     assert load_rubric(path).max_score == 110
+
+
+@pytest.mark.parametrize(("old", "new", "message"), [
+    ('comparator = "xavier_bounds"', 'comparator = "xavier_bound"',
+     "check 'emb_xavier' names unknown comparator 'xavier_bound'"),
+    ('comparator = "xavier_bounds"', 'comparator = "xavier_bounds"\ndiagnosis = "emb_lookupp"',
+     "check 'emb_xavier' names unknown diagnosis 'emb_lookupp'"),
+])
+def test_a_typo_in_a_comparator_or_diagnosis_name_is_an_error_naming_the_check(
+        tmp_path: Path, old: str, new: str, message: str) -> None:
+    import re
+
+    text = EMBEDDINGS_RUBRIC.read_text(encoding="utf-8")
+    assert text.count(old) == 1
+    path = tmp_path / "typo.toml"
+    path.write_text(text.replace(old, new), encoding="utf-8")
+    with pytest.raises(RubricError, match=re.escape(message)):
+        load_rubric(path)

@@ -16,8 +16,6 @@ from pathlib import Path
 
 import pytest
 
-from grader.locate import LocateError, ModuleRef, locate, parse_module, rubric_for
-
 from .conftest import SUBMISSIONS
 
 STUB_TITO = {
@@ -135,71 +133,6 @@ def tito(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
     """``tito ARGS`` as the console script runs it (-P: the working directory is not on sys.path)."""
     return subprocess.run([sys.executable, "-P", "-m", "grader.tito", *map(str, args)], cwd=cwd,
                           capture_output=True, text=True, timeout=120)
-
-
-# ---- locating a module's work --------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("spec", ["embeddings", "11", "11_embeddings", "11-Embeddings"])
-def test_every_spelling_of_the_module_finds_the_notebook(tmp_path: Path, spec: str) -> None:
-    make_checkout(tmp_path, with_tito=False)
-    work = locate(spec, [tmp_path / "modules" / "11_embeddings"])
-    assert work.path == tmp_path / "modules" / "11_embeddings" / "11_embeddings.ipynb"
-    assert (work.number, work.name, work.label) == (11, "embeddings", "module 11 embeddings")
-
-
-@pytest.mark.parametrize("names, picked", [
-    pytest.param(["embeddings.ipynb", "scratch.ipynb"], "embeddings.ipynb", id="short-name"),
-    pytest.param(["embeddings_dev.ipynb", "scratch.ipynb"], "embeddings_dev.ipynb", id="older-dev-name"),
-    pytest.param(["11_embeddings.ipynb", "embeddings.ipynb"], "11_embeddings.ipynb", id="numbered-first"),
-    pytest.param(["my_copy.ipynb"], "my_copy.ipynb", id="the-only-notebook"),
-])
-def test_the_learner_notebook_is_picked_by_its_known_names(tmp_path: Path, names: list[str], picked: str) -> None:
-    make_checkout(tmp_path, notebook=None, with_tito=False)
-    for name in names:
-        shutil.copyfile(SUBMISSIONS / "correct_tinytorch.ipynb", tmp_path / "modules" / "11_embeddings" / name)
-    assert locate("embeddings", [tmp_path]).path.name == picked
-
-
-def test_the_developer_source_is_used_when_there_is_no_notebook(tmp_path: Path) -> None:
-    make_checkout(tmp_path, notebook=None, with_tito=False)
-    source = tmp_path / "src" / "11_embeddings" / "11_embeddings.py"
-    source.parent.mkdir(parents=True)
-    shutil.copyfile(SUBMISSIONS / "correct_source.py", source)
-    assert locate("11", [tmp_path]).path == source
-
-
-@pytest.mark.parametrize("spec, start, message", [
-    pytest.param("attention", "", "no module attention in {root}: looked for modules/NN_attention/*.ipynb and "
-                 "src/NN_attention/NN_attention.py; modules there: 01_tensor, 11_embeddings", id="unknown-module"),
-    pytest.param("11", "", "no work for module 11_embeddings in {root}: looked for modules/11_embeddings/*.ipynb "
-                 "and src/11_embeddings/11_embeddings.py", id="module-not-started"),
-    pytest.param("embeddings", "elsewhere", "no TinyTorch checkout at or above {root}/elsewhere", id="no-checkout"),
-    pytest.param("embed dings", "", "invalid module 'embed dings'", id="bad-spelling"),
-])
-def test_a_module_that_is_not_there_says_where_it_looked(tmp_path: Path, spec: str, start: str, message: str) -> None:
-    if start:
-        (tmp_path / start).mkdir()
-    else:
-        make_checkout(tmp_path, notebook=None, with_tito=False)
-    with pytest.raises(LocateError) as e:
-        locate(spec, [tmp_path / start])
-    assert message.format(root=tmp_path) in str(e.value)
-
-
-def test_several_unknown_notebooks_are_ambiguous(tmp_path: Path) -> None:
-    make_checkout(tmp_path, notebook=None, with_tito=False)
-    for name in ("a.ipynb", "b.ipynb"):
-        shutil.copyfile(SUBMISSIONS / "correct_tinytorch.ipynb", tmp_path / "modules" / "11_embeddings" / name)
-    with pytest.raises(LocateError, match=r"several notebooks .* \(a.ipynb, b.ipynb\)"):
-        locate("11", [tmp_path])
-
-
-def test_the_bundled_rubric_is_found_by_name_or_number() -> None:
-    assert rubric_for(parse_module("embeddings")).path.name == "embeddings.toml"
-    assert rubric_for(ModuleRef(11, None)).module == "embeddings"
-    with pytest.raises(LocateError, match="no bundled rubric grades module attention"):
-        rubric_for(parse_module("attention"))
 
 
 # ---- tito test --module ----------------------------------------------------------------------------

@@ -6,7 +6,7 @@ without one, the submitter's full e-mail address (never its local part: ``bob@ev
 not ``bob``); two submissions claiming one student stop the batch with an error naming both.
 Every name taken from a submission (file names, names, e-mails, timestamps) is stored through
 ``shown_name``: no control character, bidi override or lone surrogate reaches a log or a file.
-A file whose name is not valid UTF-8 is skipped for that student, with a note.
+A file whose name is not valid UTF-8 is graded; its name is stored and shown with the bytes escaped.
 """
 
 from __future__ import annotations
@@ -21,7 +21,13 @@ from .archive import extract_zip
 from .names import check_name, is_safe, shown_name
 
 SUFFIXES = (".ipynb", ".py")
-PREFERRED = ("11_embeddings.ipynb", "embeddings.ipynb", "embeddings_dev.ipynb", "11_embeddings.py")
+
+
+def preferred_names() -> tuple[str, ...]:
+    """The learner file names of the installed course modules, most preferred first."""
+    from .. import modules
+
+    return tuple(dict.fromkeys(name for unit in modules.installed().values() for name in unit.file_names))
 
 
 @dataclass(frozen=True)
@@ -192,25 +198,19 @@ def _folded(identity: str) -> str:
 def _pick(files: Iterable[Path], found: Discovery, student: str) -> Path | None:
     """The one notebook of a submission folder: a module-11 name, or the only candidate."""
     candidates = []
-    refused = False
     for f in files:
         if f.suffix.lower() in SUFFIXES:
-            if not _decodable(f.name):
-                refused = True
-                found.problems.append(f"{shown_name(student)}: file name '{shown_name(f.name)}' is not valid UTF-8; "
-                                      "that file is not graded (rename it and submit again)")
-            elif f.is_symlink():
+            if f.is_symlink():
                 found.problems.append(f"{shown_name(student)}: {shown_name(f.name)} is a symbolic link, refused")
             elif f.is_file() and "checkpoint" not in f.name:
                 candidates.append(f)
-    by_name = [f for f in candidates if f.name in PREFERRED]
+    preferred = preferred_names()
+    by_name = [f for f in candidates if f.name in preferred]
     if by_name:
-        return sorted(by_name, key=lambda f: PREFERRED.index(f.name))[0]
+        return sorted(by_name, key=lambda f: preferred.index(f.name))[0]
     notebooks = [f for f in candidates if f.suffix == ".ipynb"] or candidates
     if len(notebooks) == 1:
         return notebooks[0]
-    if refused and not notebooks:
-        return None
     found.problems.append(f"{shown_name(student)}: " + ("no notebook found" if not notebooks else
                           f"{len(notebooks)} notebooks and none named like module 11; skipped"))
     return None
@@ -225,12 +225,3 @@ def _add(found: Discovery, student: str, path: Path, **info: str) -> None:
         found.problems.append(f"{student}: more than one submission; the first one is graded")
         return
     found.entries.append(Entry(student, path, **info))
-
-
-def _decodable(name: str) -> bool:
-    """False for a file name with bytes that are not UTF-8 (os.fsdecode keeps them as lone surrogates)."""
-    try:
-        name.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True

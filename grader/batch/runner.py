@@ -14,10 +14,10 @@ from pathlib import Path
 
 from .. import __version__
 from ..errors import GraderError, SubmissionError
-from ..grade import Grader
 from ..load import LoadLimits
 from ..models import shown
 from ..rubric import Rubric, load_rubric
+from ..session import Session
 from .layouts import Discovery, Entry, discover
 from .names import shown_name
 from .store import SQLiteStore, StoredResult, cache_key, now
@@ -77,14 +77,11 @@ def run_batch(
 def _grade_all(todo: list[tuple[Entry, str]], rubric: Rubric, backend: str, workers: int, store: SQLiteStore,
                outcome: BatchOutcome, on_done: Progress | None) -> None:
     local = threading.local()
-    graders: list[Grader] = []
-    lock = threading.Lock()
+    session = Session(official=True)  # one sandbox and one reference worker, shared by the workers
 
     def grade_one(entry: Entry, key: str) -> StoredResult:
         if not hasattr(local, "grader"):
-            local.grader = Grader(rubric, backend, official=True)
-            with lock:
-                graders.append(local.grader)
+            local.grader = session.grader(rubric, backend=backend)
         base = dict(student_id=entry.student_id, cache_key=key, sha256=key.split(":")[0],
                     file_name=shown_name(entry.path.name, 255), name=entry.name, email=entry.email,
                     submitted_at=entry.submitted_at)
@@ -119,8 +116,7 @@ def _grade_all(todo: list[tuple[Entry, str]], rubric: Rubric, backend: str, work
                 if on_done is not None:
                     on_done(futures[future].student_id, result)
     finally:
-        for g in graders:
-            g.close()
+        session.close()
 
 
 def _sha256(path: Path) -> str:

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
-from ..models import GradeReport
+from ..models import GradeReport, clean, map_strings, shown
 
 ResultStatus = Literal["graded", "invalid", "failed_to_grade"]
 
@@ -55,6 +55,14 @@ class StoredResult:
     max_score: float | None
     report: GradeReport | None
     graded_at: str
+
+    def __post_init__(self) -> None:
+        # Ids, names, dates and reasons come from students' files, file names and metadata: each one
+        # is made storable (UTF-8, SQLite, JSON, CSV) and printable here, once.
+        for name in ("student_id", "file_name", "name", "email", "submitted_at", "reason"):
+            object.__setattr__(self, name, shown(getattr(self, name)))
+        if self.report is not None:
+            object.__setattr__(self, "report", _storable(self.report))
 
 
 def cache_key(sha256: str, rubric_hash: str, image: str, grader_version: str) -> str:
@@ -116,6 +124,17 @@ class SQLiteStore:
     def meta(self) -> dict[str, str]:
         with self._lock:
             return dict(self._db.execute("SELECT key, value FROM meta").fetchall())
+
+
+def _storable(report: GradeReport) -> GradeReport:
+    """``report``, or a copy whose strings every encoder accepts. Student text is made safe where it
+    enters a report; should a lone surrogate still get in, it is escaped here, once, rather than
+    stop the store, the report files and the exports of the whole class."""
+    try:
+        report.model_dump_json()
+        return report
+    except ValueError:  # pydantic's serialization error: not UTF-8
+        return GradeReport.model_validate(map_strings(report.model_dump(), clean))
 
 
 def now() -> str:

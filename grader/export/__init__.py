@@ -32,6 +32,8 @@ if TYPE_CHECKING:
     from .base import Exporter, ExportFile, Gradebook, GradeRow, build_gradebook
     from .roster import Roster, RosterEntry, RosterError, parse_roster, read_roster
 
+    EXPORTERS: dict[str, Exporter]
+
 
 def exporters() -> dict[str, Exporter]:
     """One exporter per format name, in FORMATS order."""

@@ -1,4 +1,4 @@
-"""Canvas gradebook import CSV (FORMATS.md, "Canvas").
+"""Canvas gradebook import CSV (docs/FORMATS.md, "Canvas").
 
     Student,ID,SIS User ID,SIS Login ID,Section,<Assignment> (<canvas_assignment_id>)
     Points Possible,,,,,100.00

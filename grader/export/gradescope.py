@@ -1,4 +1,4 @@
-"""Gradescope autograder ``results.json``: one per submission (FORMATS.md, "Gradescope").
+"""Gradescope autograder ``results.json``: one per submission (docs/FORMATS.md, "Gradescope").
 
 Each rubric check is a test with the check's own visibility. A test's ``output`` is the
 student-safe ``message`` only (the staff ``detail`` never goes to Gradescope), as plain text.

@@ -1,4 +1,4 @@
-"""Moodle grade import CSV (FORMATS.md, "Moodle"), in the layout of Moodle's own export:
+"""Moodle grade import CSV (docs/FORMATS.md, "Moodle"), in the layout of Moodle's own export:
 
     First name,Surname,ID number,Institution,Department,Email address,
     Assignment: <name> (Real),Feedback: <name>

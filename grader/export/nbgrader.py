@@ -1,5 +1,5 @@
 """nbgrader-compatible CSV, as ``nbgrader export`` and TinyTorch's ``tito grade export`` write it
-(FORMATS.md, "nbgrader"):
+(docs/FORMATS.md, "nbgrader"):
 
     assignment,duedate,timestamp,student_id,last_name,first_name,email,raw_score,
     late_submission_penalty,score,max_score

@@ -1,4 +1,4 @@
-"""Otter-Grader ``final_grades.csv`` (FORMATS.md, "Otter"), shaped like ``otter grade`` writes it:
+"""Otter-Grader ``final_grades.csv`` (docs/FORMATS.md, "Otter"), shaped like ``otter grade`` writes it:
 
     file,<check ids, sorted>,total_points_earned,percent_correct,grading_status
     points-per-question,<each check's points>,<max score>,1.0,--

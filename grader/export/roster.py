@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..batch.names import is_safe
-from ..errors import GraderError
+from ..errors import RosterError as RosterError  # re-exported: it lived here before errors.py
 
 if TYPE_CHECKING:
     from _csv import Reader
@@ -62,10 +62,6 @@ SYNONYMS: dict[str, tuple[str, ...]] = {
 }
 
 MAX_BYTES = 20 * 1024 * 1024
-
-
-class RosterError(GraderError, ValueError):
-    """The roster file cannot be used at all (unreadable, no header, no student id column)."""
 
 
 @dataclass(frozen=True)

@@ -2,11 +2,14 @@
 
     view.py          StoredResult -> StudentView, the student-safe projection (the only input of the
                      student renderers, so hidden checks cannot leak through them)
-    html.py          StudentView -> self-contained HTML (escaped, CSP without scripts)
+    html.py          StudentView -> self-contained HTML (templates/student.html; CSP without scripts)
     markdown.py      StudentView -> Markdown (escaped inline text, unbreakable code fences)
-    pictures.py      heatmap PNGs and histogram SVG, written by hand (no plotting dependency)
+    pictures.py      heatmap PNGs and the histogram's layout, by hand (no plotting dependency)
     summary.py       results -> summary.json data (pure)
-    summary_html.py  summary data -> summary.html
+    summary_html.py  summary data -> summary.html (templates/summary.html)
+    templating.py    the Jinja2 environment of every HTML page: package templates, autoescaped
+    templates/       page.html (the shell every page extends), student.html, summary.html,
+                     histogram.svg, feedback.css
     write.py         write_feedback(results_dir): the I/O edge
 
 Names are imported lazily, so that importing ``grader.feedback.view`` does not load numpy.

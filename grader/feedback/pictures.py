@@ -1,7 +1,8 @@
 """Pictures without a plotting library: heatmaps as PNG (zlib + struct) and a histogram as SVG.
 
-Everything returned is self-contained (a ``data:`` URI or an ``<svg>`` element) and every piece of
-text in an SVG is XML-escaped, so a picture can be pasted into HTML or Markdown as it is.
+Everything returned is self-contained (a ``data:`` URI or an ``<svg>`` element). The SVG comes from
+an autoescaped template (``templates/histogram.svg``), so a picture can be pasted into HTML or
+Markdown as it is.
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ import struct
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
-from html import escape
 
 import numpy as np
 import numpy.typing as npt
@@ -96,8 +96,35 @@ def heatmaps(figure: Figure) -> Heatmaps:
     )
 
 
-def histogram_svg(counts: Sequence[int], edges: Sequence[float], *, title: str, x_label: str) -> str:
-    """A bar chart of ``counts`` between consecutive ``edges``, as a standalone ``<svg>`` element."""
+@dataclass(frozen=True)
+class Bar:
+    x: float
+    y: float
+    width: float
+    height: float
+    count: int
+    label: str  # "0 to 10: 3", the bar's tooltip
+
+
+@dataclass(frozen=True)
+class Histogram:
+    """A bar chart laid out in SVG user units; ``templates/histogram.svg`` draws it."""
+
+    title: str
+    x_label: str
+    width: int
+    height: int
+    left: int
+    top: int
+    plot_width: int
+    plot_height: int
+    ticks: tuple[tuple[float, int], ...]  # (y, value) of each horizontal grid line
+    bars: tuple[Bar, ...]
+    edges: tuple[tuple[float, str], ...]  # (x, label) under each bar boundary
+
+
+def histogram(counts: Sequence[int], edges: Sequence[float], *, title: str, x_label: str) -> Histogram:
+    """The layout of a bar chart of ``counts`` between consecutive ``edges``."""
     if len(edges) != len(counts) + 1:
         raise ValueError("histogram needs one more edge than counts")
     width, height = 520, 260
@@ -105,36 +132,23 @@ def histogram_svg(counts: Sequence[int], edges: Sequence[float], *, title: str, 
     plot_w, plot_h = width - left - right, height - top - bottom
     peak = max(max(counts, default=0), 1)
     bar_w = plot_w / max(len(counts), 1)
-    parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" width="{width}" '
-        f'height="{height}" role="img" aria-label="{escape(title)}" font-family="sans-serif" font-size="11">',
-        f"<title>{escape(title)}</title>",
-        f'<text x="{width / 2:.1f}" y="18" text-anchor="middle" font-size="13" font-weight="bold">'
-        f"{escape(title)}</text>",
-    ]
-    for tick in _ticks(peak):
-        y = top + plot_h - plot_h * tick / peak
-        parts.append(f'<line x1="{left}" x2="{left + plot_w}" y1="{y:.1f}" y2="{y:.1f}" stroke="#ddd"/>')
-        parts.append(f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end">{tick}</text>')
+    bars = []
     for i, count in enumerate(counts):
-        x = left + i * bar_w
         h = plot_h * count / peak
-        label = f"{_num(edges[i])} to {_num(edges[i + 1])}: {count}"
-        parts.append(f'<rect x="{x + 2:.1f}" y="{top + plot_h - h:.1f}" width="{max(bar_w - 4, 1):.1f}" '
-                     f'height="{h:.1f}" fill="#4a7ab5"><title>{escape(label)}</title></rect>')
-        if count:
-            parts.append(f'<text x="{x + bar_w / 2:.1f}" y="{top + plot_h - h - 4:.1f}" '
-                         f'text-anchor="middle">{count}</text>')
-    for i, edge in enumerate(edges):
-        x = left + i * bar_w
-        parts.append(f'<text x="{x:.1f}" y="{top + plot_h + 16}" text-anchor="middle">{_num(edge)}</text>')
-    parts += [
-        f'<line x1="{left}" x2="{left + plot_w}" y1="{top + plot_h}" y2="{top + plot_h}" stroke="#333"/>',
-        f'<line x1="{left}" x2="{left}" y1="{top}" y2="{top + plot_h}" stroke="#333"/>',
-        f'<text x="{left + plot_w / 2:.1f}" y="{height - 8}" text-anchor="middle">{escape(x_label)}</text>',
-        "</svg>",
-    ]
-    return "\n".join(parts)
+        bars.append(Bar(left + i * bar_w, top + plot_h - h, bar_w, h, count,
+                        f"{_num(edges[i])} to {_num(edges[i + 1])}: {count}"))
+    return Histogram(
+        title=title, x_label=x_label, width=width, height=height, left=left, top=top, plot_width=plot_w,
+        plot_height=plot_h, ticks=tuple((top + plot_h - plot_h * tick / peak, tick) for tick in _ticks(peak)),
+        bars=tuple(bars), edges=tuple((left + i * bar_w, _num(edge)) for i, edge in enumerate(edges)),
+    )
+
+
+def histogram_svg(counts: Sequence[int], edges: Sequence[float], *, title: str, x_label: str) -> str:
+    """The bar chart as a standalone ``<svg>`` element."""
+    from .templating import render
+
+    return render("histogram.svg", h=histogram(counts, edges, title=title, x_label=x_label)).rstrip("\n")
 
 
 def _ticks(peak: int) -> list[int]:

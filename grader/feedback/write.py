@@ -7,8 +7,8 @@ from pathlib import Path
 
 from ..batch.names import is_safe
 from ..batch.store import SQLiteStore, StoredResult
-from ..errors import GraderError
-from ..export.roster import Roster, RosterEntry, RosterError, read_roster
+from ..errors import GraderError, RosterError
+from ..export.roster import Roster, RosterEntry, read_roster
 from ..rubric import Rubric
 from .html import render_html
 from .markdown import render_markdown

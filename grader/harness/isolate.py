@@ -111,7 +111,8 @@ def build_root(newroot: str, binds: Sequence[str], covers: Sequence[str], hide: 
 
     Must run in the new PID namespace's init (``/proc`` is mounted for it) while the old root is
     still attached. ``binds`` keep their own paths, read-only; ``covers`` become empty and
-    read-only; ``hide`` is covered too wherever it would otherwise be visible."""
+    read-only; ``hide`` (staff data) is covered too, wherever it is, before any bind below it, so that
+    only those exact binds show through."""
     _mount("tmpfs", newroot, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,nr_inodes=4096,mode=755")
     entries: list[tuple[str, str, str]] = [("/tmp", "tmp", "")]  # (path, kind, source)
     for system in SYSTEM_BINDS:
@@ -119,13 +120,19 @@ def build_root(newroot: str, binds: Sequence[str], covers: Sequence[str], hide: 
             entries.append((system, "link", os.readlink(system)))
         elif os.path.isdir(system):
             entries.append((system, "bind", system))
-    entries += [(p, "bind", p) for p in binds] + [(p, "cover", "") for p in covers]
+    hidden = {os.path.realpath(p) for p in hide} - {"/"}
+    entries += [(p, "bind", p) for p in binds] + [(p, "cover", "") for p in sorted({*covers, *hidden}) if os.path.isdir(p)]
+    entries += [(p, "blank", "") for p in sorted(hidden) if os.path.isfile(p)]  # a staff file (a rubric)
     covered = []
     for path, kind, source in sorted(entries, key=lambda e: (e[0].count("/"), e[1] != "cover", e[0])):
         target = newroot + path
         if kind == "link":
             if not os.path.lexists(target):
                 os.symlink(source, target)
+            continue
+        if kind == "blank":  # where a bind above shows it, an empty read-only file takes its place
+            if os.path.isfile(target):
+                _bind("/dev/null", target)
             continue
         os.makedirs(target, 0o755, exist_ok=True)
         if kind == "tmp":  # the job's only writable space besides /dev/shm
@@ -141,10 +148,6 @@ def build_root(newroot: str, binds: Sequence[str], covers: Sequence[str], hide: 
     _make_proc(newroot)
     os.mkdir(newroot + WORK, 0o700)
     os.chown(newroot + WORK, *owner)
-    for path in hide:  # staff data that a bind above could still reach
-        target = newroot + os.path.realpath(path)
-        if os.path.isdir(target):
-            _mount("tmpfs", target, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV, "size=4k,nr_inodes=8,mode=755")
     os.mkdir(newroot + "/.old", 0o700)
     _check(_libc.syscall(155, newroot.encode(), (newroot + "/.old").encode()), "pivot_root")  # SYS_pivot_root
     os.chdir("/")

@@ -1,4 +1,4 @@
-"""Harness entry point: ``python -I -B -c 'import harness.run as r; r.main()'`` in a job directory.
+"""The harness: ``main(phase_fd)``, called by the supervisor in a forked child, in a job directory.
 
 The job directory holds ``job.json`` (checks with inputs) and ``student.json`` (code chunks).
 Results go to ``out/``: ``import.json``, then per check ``<id>.json``, ``<id>/<name>.npy`` and,
@@ -27,26 +27,13 @@ MAX_MESSAGE = 600
 OUT = "out"
 
 
-def main(wait: bool = False, phase_fd: int | None = None) -> None:
+def main(phase_fd: int | None = None) -> None:
     """Sandbox mode: one job in the current directory, one forked child per check.
 
-    With ``wait``, import what every job needs first, then block until the host says ``go``.
-    With ``phase_fd`` (the local supervisor), ``job.json`` holds only the visible checks; once they
-    are done the harness asks for the rest (``H``), and after ``G`` reads ``job-hidden.json``.
+    With ``phase_fd`` (the supervisor, harness/supervisor.py), ``job.json`` holds only the visible
+    checks; once they are done the harness asks for the rest (``H``), and after ``G`` reads
+    ``job-hidden.json``.
     """
-    if wait:
-        import numpy
-        import numpy.random  # noqa: F401
-
-        from . import probes as _probes  # noqa: F401
-
-        try:
-            import tinytorch.core.autograd
-            import tinytorch.core.tensor  # noqa: F401
-        except ImportError:
-            pass
-        if sys.stdin.readline().strip() != "go":
-            _exit(0)
     job = _read_json("job.json")
     chunks = _read_json("student.json")["chunks"]
     os.makedirs(OUT, exist_ok=True)
@@ -99,7 +86,7 @@ def _prepare(job: dict[str, Any]) -> dict[str, Any]:
     np.random.seed(int(job.get("numpy_seed", job.get("seed", 0))) % 2**32)
     from .probes import load_probes
 
-    return load_probes(job["module"])
+    return load_probes(job["probes"])
 
 
 def import_student(chunks: list[dict[str, Any]]) -> tuple[dict[str, Any], list[dict[str, Any]]]:

@@ -2,7 +2,7 @@
 
 Default allow, with a deny list close to Docker's default profile and nsjail's: nothing that
 reaches the kernel's keyrings, another process's memory, mounts, namespaces, kernel modules,
-the clock, BPF, io_uring or perf; sockets only of the Unix family; no terminal injection.
+the clock, BPF, io_uring, perf or SysV IPC; sockets only of the Unix family (none in fallback mode); no terminal injection.
 Denied calls fail with EPERM (``clone3`` with ENOSYS, so that the C library falls back to
 ``clone``, whose namespace flags are filtered). Standard library only: it runs in the sandbox.
 """
@@ -21,7 +21,10 @@ DENIED = (
     "reboot", "syslog", "acct", "quotactl", "open_by_handle_at", "name_to_handle_at", "lookup_dcookie",
     "io_uring_setup", "io_uring_enter", "io_uring_register", "iopl", "ioperm", "vhangup", "uselib",
     "settimeofday", "clock_settime", "clock_adjtime", "adjtimex", "sethostname", "setdomainname",
-    "personality", "pidfd_getfd", "add_key",
+    "personality", "pidfd_getfd",
+    # SysV IPC: without an IPC namespace (fallback mode) its objects outlive the job and pin host memory
+    "shmget", "shmat", "shmdt", "shmctl", "msgget", "msgsnd", "msgrcv", "msgctl", "semget", "semop",
+    "semtimedop", "semctl",
 )
 NAMESPACE_FLAGS = (0x00020000, 0x02000000, 0x04000000, 0x08000000, 0x10000000, 0x20000000, 0x40000000)
 AF_UNIX = 1
@@ -38,8 +41,12 @@ class _Arg(ctypes.Structure):
     _fields_ = (("arg", ctypes.c_uint), ("op", ctypes.c_int), ("a", ctypes.c_uint64), ("b", ctypes.c_uint64))
 
 
-def install() -> None:
-    """Load the filter into this process (inherited by every child); OSError when it cannot be."""
+def install(unix_sockets: bool = True) -> None:
+    """Load the filter into this process (inherited by every child); OSError when it cannot be.
+
+    Without ``unix_sockets`` (fallback mode, which shares the host's file system and network
+    namespace) no socket can be made at all: the host's Unix-socket services (D-Bus, syslog,
+    databases, abstract sockets such as X11's) stay out of reach. ``socketpair`` still works."""
     path = ctypes.util.find_library("seccomp") or "libseccomp.so.2"
     try:
         lib = ctypes.CDLL(path, use_errno=True)
@@ -70,7 +77,10 @@ def install() -> None:
         rule("clone3", _errno(errno.ENOSYS))
         for flag in NAMESPACE_FLAGS:
             rule("clone", eperm, (0, SCMP_CMP_MASKED_EQ, flag, flag))
-        rule("socket", _errno(errno.EAFNOSUPPORT), (0, SCMP_CMP_NE, AF_UNIX, 0))
+        if unix_sockets:
+            rule("socket", _errno(errno.EAFNOSUPPORT), (0, SCMP_CMP_NE, AF_UNIX, 0))
+        else:
+            rule("socket", _errno(errno.EAFNOSUPPORT))
         for request in (TIOCSTI, TIOCLINUX):
             rule("ioctl", eperm, (1, SCMP_CMP_MASKED_EQ, 0xFFFFFFFF, request))
         rc = lib.seccomp_load(ctx)

@@ -51,9 +51,19 @@ def _keyring_blocked() -> bool:
     return rc == -1 and ctypes.get_errno() == errno.EPERM
 
 
-def _seccomp() -> bool:
-    return _status().get("Seccomp") == "2" and _keyring_blocked() and _refused(
-        lambda: socket.socket(socket.AF_INET, socket.SOCK_STREAM), errno.EAFNOSUPPORT, errno.EPERM)
+def _sysv_ipc_blocked() -> bool:
+    libc = ctypes.CDLL(None, use_errno=True)
+    rc = libc.syscall(29, 0, 4096, 0o1600)  # shmget(IPC_PRIVATE, 4096, IPC_CREAT | 0600)
+    if rc >= 0:
+        libc.syscall(31, rc, 0, 0)  # shmctl(IPC_RMID): never leave the probe's segment behind
+    return rc == -1 and ctypes.get_errno() == errno.EPERM
+
+
+def _seccomp(mode: str) -> bool:
+    families = (socket.AF_INET, socket.AF_UNIX) if mode == "fallback" else (socket.AF_INET,)
+    return _status().get("Seccomp") == "2" and _keyring_blocked() and _sysv_ipc_blocked() and all(
+        _refused(functools.partial(socket.socket, family, socket.SOCK_STREAM), errno.EAFNOSUPPORT, errno.EPERM)
+        for family in families)
 
 
 def _namespace(name: str, host: dict[str, str]) -> bool:
@@ -100,14 +110,32 @@ def _readable_python() -> bool:
     return all(os.access(p, os.R_OK | os.X_OK) for p in (sys.executable, stdlib, os.path.join(stdlib, "encodings")))
 
 
+def _mount_points() -> set[str]:
+    try:
+        with open("/proc/self/mountinfo", "rb") as f:
+            return {line.split()[4] for line in f.read().decode("utf-8", "replace").splitlines()}
+    except OSError:
+        return set()
+
+
 def _hidden(paths: Sequence[str]) -> bool:
-    """Each staff path is absent, empty, or unreadable to us."""
+    """Nothing under a staff path can be read: it is absent or unreadable to us, or it holds only
+    directories leading to other mounts (the exact binds of the new root, such as numpy in a
+    virtual environment that lives inside a source checkout)."""
+    mounts = _mount_points()
     for path in paths:
-        try:
-            if os.listdir(path):
-                return False
-        except (FileNotFoundError, NotADirectoryError, PermissionError):
+        if not os.path.isdir(path):  # a staff file (a rubric): nothing may come out of it
+            try:
+                with open(path, "rb") as f:
+                    if f.read(1):
+                        return False
+            except OSError:
+                pass
             continue
+        for top, dirs, files in os.walk(path, onerror=lambda e: None):
+            if files or any(os.path.islink(os.path.join(top, d)) for d in dirs):
+                return False
+            dirs[:] = [d for d in dirs if os.path.join(top, d) not in mounts]
     return True
 
 
@@ -130,7 +158,7 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
         "non-root-uid": _non_root,
         "no-capabilities": _no_capabilities,
         "no-new-privileges": lambda: _status().get("NoNewPrivs") == "1",
-        "seccomp-filter": _seccomp,
+        "seccomp-filter": lambda: _seccomp(mode),
         "rlimits": lambda: _rlimits(request["limits"]),
         "hidden-reference": lambda: _hidden(request["hide"]),
     }

@@ -123,8 +123,11 @@ def run(job: dict[str, Any], student: bytes, out_fd: int, control_fd: int, selft
     _write("job.json", json.dumps({**base, "checks": visible, "more": bool(hidden)}).encode())
     os.mkdir("out", 0o755)
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    hide_self()  # before the harness exists: no window in which it could open our /proc files
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a job's SIGINT must not end us (we are its init)
     pid = os.fork()
     if pid == 0:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         os.close(out_fd)
         if control_fd > 2:
             os.close(control_fd)
@@ -135,7 +138,6 @@ def run(job: dict[str, Any], student: bytes, out_fd: int, control_fd: int, selft
         harness(theirs.detach())
         os._exit(0)
     theirs.close()
-    hide_self()
     pidfd = os.pidfd_open(pid)
     outbox = Outbox(out_fd, max_total)
     phase = {"import"} | {c["id"] for c in visible}

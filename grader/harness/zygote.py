@@ -16,19 +16,16 @@ import json
 import os
 import signal
 import socket
+import stat
 import sys
 import time
 from typing import Any
 
 
 def serve(fd: int) -> None:
-    import numpy
-    import numpy.random  # noqa: F401
+    from .preload import preload
 
-    from . import isolate, probes, run, seccomp, selftest, supervisor  # noqa: F401
-
-    _import_all(probes.__name__)
-    _import_all("tinytorch")
+    preload()
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
     sock = socket.socket(fileno=fd)
     while True:
@@ -59,19 +56,6 @@ def serve(fd: int) -> None:
             os.close(fd_)
 
 
-def _import_all(package: str) -> None:
-    """Import a package and every module in it now: a job never needs to read the bundle again."""
-    import importlib
-    import pkgutil
-
-    try:
-        root = importlib.import_module(package)
-        for info in pkgutil.walk_packages(root.__path__, package + "."):
-            importlib.import_module(info.name)
-    except Exception:  # a broken optional module must not stop the zygote; the job reports it
-        pass
-
-
 def _join_cgroups(pid: int, cgroups: dict[str, str]) -> list[str]:
     """Move the job into each of its cgroups (before it runs anything); the names that worked."""
     joined = []
@@ -85,8 +69,12 @@ def _join_cgroups(pid: int, cgroups: dict[str, str]) -> list[str]:
     return joined
 
 
+SHARED_DIRS = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock")  # where any uid can leave files behind (fallback mode)
+
+
 def _sweep(uid: int) -> None:
-    """Fork, become ``uid`` and SIGKILL every process of it until no live one is left."""
+    """Fork, become ``uid``, SIGKILL every process of it until none is left, then delete what it
+    left in the shared writable directories (it could fill them for every later job)."""
     pid = os.fork()
     if pid == 0:
         try:
@@ -100,6 +88,9 @@ def _sweep(uid: int) -> None:
                 time.sleep(0.001)
         except OSError:
             pass
+        if os.getuid() == uid != 0:
+            for top in SHARED_DIRS:
+                _purge_owned(top, uid)
         os._exit(0)
     for _ in range(5000):  # SIGCHLD is ignored: wait for the sweeper by polling its pid
         try:
@@ -123,6 +114,48 @@ def _live_processes(uid: int, exclude: int) -> list[int]:
         if int(fields[b"Uid"].split()[0]) == uid and not fields[b"State"].strip().startswith(b"Z"):
             found.append(int(entry))
     return found
+
+
+def _purge_owned(top: str, uid: int, budget: list[int] | None = None) -> None:
+    """Delete every entry owned by ``uid`` under ``top``, through directory descriptors, never
+    following a symbolic link (we run as ``uid``: nothing it could not delete itself is touched)."""
+    budget = [200_000] if budget is None else budget
+    try:
+        fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError:
+        return
+    try:
+        _purge_dir(fd, uid, budget, 0)
+    finally:
+        os.close(fd)
+
+
+def _purge_dir(dir_fd: int, uid: int, budget: list[int], depth: int) -> None:
+    try:
+        names = os.listdir(dir_fd)
+    except OSError:
+        return
+    for name in names:
+        budget[0] -= 1
+        if budget[0] < 0:
+            return
+        try:
+            st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+            if not stat.S_ISDIR(st.st_mode):
+                if st.st_uid == uid:
+                    os.unlink(name, dir_fd=dir_fd)
+                continue
+            if depth >= 64 or not (st.st_uid == uid or st.st_mode & 0o002):
+                continue
+            sub = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=dir_fd)
+            try:
+                _purge_dir(sub, uid, budget, depth + 1)
+            finally:
+                os.close(sub)
+            if st.st_uid == uid:
+                os.rmdir(name, dir_fd=dir_fd)
+        except OSError:
+            continue
 
 
 def _child(request: dict[str, Any], log_fd: int, out_fd: int, control_fd: int, go_fd: int) -> None:
@@ -168,7 +201,7 @@ def _child(request: dict[str, Any], log_fd: int, out_fd: int, control_fd: int, g
             supervisor_subreaper()
         os.chdir(workdir)
         isolate.drop_privileges(uid, gid)
-        seccomp.install()
+        seccomp.install(unix_sockets=mode != "fallback")
         isolate.apply_limits(request["limits"])
         os.environ.clear()
         os.environ.update(request["env"], HOME=workdir, TMPDIR=workdir)
@@ -178,7 +211,11 @@ def _child(request: dict[str, Any], log_fd: int, out_fd: int, control_fd: int, g
         os._exit(70)
     from .run import main
 
-    supervisor.run(json.loads(job), student, out_fd, control_fd, report, lambda phase_fd: main(phase_fd=phase_fd))
+    try:  # never return into the zygote's loop, whatever escapes (the harness child passes here too)
+        supervisor.run(json.loads(job), student, out_fd, control_fd, report, lambda phase_fd: main(phase_fd=phase_fd))
+    except BaseException as e:
+        os.write(2, f"sandbox supervisor failed: {type(e).__name__}: {e}\n".encode())
+        os._exit(71)
     os._exit(0)
 
 

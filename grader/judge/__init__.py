@@ -6,23 +6,14 @@ Nothing here runs student code or reads sandbox files; it only compares data tha
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from ..channel import CheckOutput
 from ..models import CheckResult, CheckStatus, Figure, shown
 from ..rubric import CheckSpec
-from . import embeddings
 from .compare import Cause, Mismatch, compare, one_line
+from .rules import GENERIC_COMPARATOR, Comparator, JudgeRules  # noqa: F401  (the unit interface)
 
-Comparator = Callable[[CheckOutput, CheckOutput, dict[str, Any]], list[Mismatch]]
-
-COMPARATORS: dict[str, Comparator] = embeddings.COMPARATORS
-DIAGNOSES = embeddings.DIAGNOSES
-# A comparator listed here first asks whether the check applies to the submission at all; a check
-# that does not apply passes with a note saying why (so every generation is graded out of the
-# same total).
-NOT_APPLICABLE: dict[str, Callable[[CheckOutput], str | None]] = embeddings.NOT_APPLICABLE
 QUOTE = "  > "
 
 _OUTCOME_STATUS: dict[str, CheckStatus] = {
@@ -30,7 +21,8 @@ _OUTCOME_STATUS: dict[str, CheckStatus] = {
 }
 
 
-def judge(spec: CheckSpec, called: str, inputs: dict[str, Any], got: CheckOutput, expected: CheckOutput) -> CheckResult:
+def judge(spec: CheckSpec, called: str, inputs: dict[str, Any], got: CheckOutput, expected: CheckOutput,
+          rules: JudgeRules) -> CheckResult:
     """Compare one check's outputs with the reference's and explain any difference."""
     if got.outcome != "ok":
         status = _OUTCOME_STATUS[got.outcome]
@@ -40,15 +32,16 @@ def judge(spec: CheckSpec, called: str, inputs: dict[str, Any], got: CheckOutput
         if got.outcome == "error" and got.error is not None and got.error.message and spec.public:
             result = result.model_copy(update={"student_text": shown(got.error.message)})
         return result
-    skip = NOT_APPLICABLE.get(spec.comparator)
+    skip = rules.not_applicable.get(spec.comparator)
     if skip is not None and (reason := skip(got)):
         return _result(spec, "passed", f"Not applicable: {reason}.", called, got.duration_ms)
-    matcher = COMPARATORS.get(spec.comparator)
+    matcher = rules.comparators.get(spec.comparator)
     mismatches = (matcher(got, expected, inputs) if matcher
                   else compare(got, expected, spec.rtol, spec.atol))
     if not mismatches:
         return _result(spec, "passed", "", called, got.duration_ms)
-    diagnose = DIAGNOSES.get(spec.probe) or DIAGNOSES.get(spec.id)
+    diagnose = (rules.diagnoses.get(spec.diagnosis) if spec.diagnosis
+                else rules.diagnoses.get(spec.probe) or rules.diagnoses.get(spec.id))
     found = diagnose(got, expected, inputs) if diagnose else None
     cause = Cause(found) if isinstance(found, str) else found
     lines = [m.text for m in mismatches[:4]]

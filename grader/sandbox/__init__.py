@@ -44,6 +44,31 @@ class Startable(Protocol):
     def close(self) -> None: ...
 
 
+BACKENDS = ("local", "docker")  # what --backend accepts, everywhere
+
+
+class HidingSandbox:
+    """A sandbox that also keeps ``hide`` (e.g. Gradescope's ROOT/source with the course's files and
+    seed secret, and ROOT/results) away from the student's code."""
+
+    def __init__(self, inner: Sandbox, hide: Sequence[Path]) -> None:
+        self.inner, self.hide = inner, tuple(hide)
+
+    def info(self) -> BackendInfo:
+        return self.inner.info()
+
+    def run(self, job: Job, chunks: Sequence[Chunk], workdir: Path, hide: Sequence[Path] = ()) -> RunResult:
+        return self.inner.run(job, chunks, workdir, hide=(*hide, *self.hide))
+
+    def start(self) -> None:
+        if isinstance(self.inner, Startable):
+            self.inner.start()
+
+    def close(self) -> None:
+        if isinstance(self.inner, Startable):
+            self.inner.close()
+
+
 def make_sandbox(backend: str, official: bool = False) -> Sandbox:
     """The sandbox for a ``--backend`` name; raises SandboxUnavailable with the fix when it can't run.
 

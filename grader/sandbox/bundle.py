@@ -1,6 +1,10 @@
-"""The sandbox bundle: the harness and the course runtime, and nothing else.
+"""The sandbox bundle: the harness, every installed unit's probes and the course runtimes, and
+nothing else.
 
-It is what student code may import besides numpy. The reference solutions, the rubric and the
+It is what student code may import besides numpy. Files keep their import paths
+(``grader/harness/...``, ``grader/modules/<name>/probes/...``, ``tinytorch/...``), so a unit's
+probes import the probe interface the same way on the host and in the sandbox. Every package
+above them is an empty ``__init__.py``: the reference solutions, the rubrics, the judges and the
 rest of the grader are deliberately not in it. Cached by content hash.
 """
 
@@ -16,39 +20,52 @@ from pathlib import Path
 
 from ..paths import cache_root, harness_parent, runtime_dir
 
-BOOT = "import sys; sys.path[:0] = [{path!r}]; import harness.run as r; r.main(wait=True)"
+STUB = b'"""Part of the grader\'s sandbox bundle; the rest of this package stays on the host."""\n'
 
 
-def _sources() -> list[tuple[Path, str]]:
-    """(file, path inside the bundle) for every file the bundle holds."""
-    items = []
-    for root, name in ((harness_parent(), "harness"), (runtime_dir(), "tinytorch")):
-        base = root / name
-        for f in sorted(base.rglob("*.py")):
-            items.append((f, f.relative_to(root).as_posix()))
-    return items
+def _tree(base: Path, prefix: str) -> list[tuple[str, bytes]]:
+    return [(f"{prefix}/{f.relative_to(base).as_posix()}", f.read_bytes()) for f in sorted(base.rglob("*.py"))]
+
+
+def _sources() -> list[tuple[str, bytes]]:
+    """(path inside the bundle, content) for every file the bundle holds."""
+    from .. import modules
+
+    files: dict[str, bytes] = {"grader/__init__.py": STUB}
+    files.update(_tree(harness_parent() / "harness", "grader/harness"))
+    runtimes = set()
+    for unit in modules.installed().values():
+        parts = unit.package.split(".")
+        for depth in range(1, len(parts) + 1):
+            files.setdefault("/".join(parts[:depth]) + "/__init__.py", STUB)
+        files.update(_tree(unit.probes_dir, "/".join(parts) + "/probes"))
+        runtimes.add(unit.runtime)
+    for runtime in sorted(runtimes):
+        files.update(_tree(runtime_dir() / runtime, runtime))
+    return sorted(files.items())
 
 
 def bundle_hash() -> str:
-    return _digest((rel, f) for f, rel in _sources())
+    return _digest(_sources())
 
 
 def _content_hash(bundle: Path) -> str:
     """The hash of what a cached bundle holds now (extra files count too)."""
-    return _digest((f.relative_to(bundle).as_posix(), f) for f in sorted(bundle.rglob("*")) if f.is_file())
+    return _digest((f.relative_to(bundle).as_posix(), f.read_bytes()) for f in sorted(bundle.rglob("*")) if f.is_file())
 
 
-def _digest(files: Iterable[tuple[str, Path]]) -> str:
+def _digest(files: Iterable[tuple[str, bytes]]) -> str:
     h = hashlib.sha256()
-    for rel, f in files:
-        h.update(rel.encode() + b"\0" + f.read_bytes() + b"\0")
+    for rel, data in files:
+        h.update(rel.encode() + b"\0" + data + b"\0")
     return h.hexdigest()[:16]
 
 
 @lru_cache(maxsize=1)
 def ensure_bundle() -> Path:
-    """A directory holding ``harness/`` and ``tinytorch/``, made once per content hash."""
-    expected = bundle_hash()
+    """The bundle directory, made once per content hash."""
+    sources = _sources()
+    expected = _digest(sources)
     dest = cache_root() / f"bundle-{expected}"
     if dest.is_dir():
         if _content_hash(dest) == expected:
@@ -56,17 +73,13 @@ def ensure_bundle() -> Path:
         shutil.rmtree(dest, ignore_errors=True)  # changed since it was made: never run it
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".bundle-", dir=dest.parent))
-    for f, rel in _sources():
+    for rel, data in sources:
         target = tmp / rel
         target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(f, target)
+        target.write_bytes(data)
     try:
         tmp.rename(dest)
     except OSError:  # another grader process won the race; theirs is identical
         shutil.rmtree(tmp, ignore_errors=True)
     os.chmod(dest, 0o755)
     return dest
-
-
-def boot_command(python: str, bundle: str) -> list[str]:
-    return [python, "-I", "-B", "-c", BOOT.format(path=bundle)]

@@ -19,6 +19,7 @@ from pathlib import Path
 ROOT = Path("/sys/fs/cgroup")
 PREFIX = "tinytorch-grader"
 CONTROLLERS = ("memory", "pids", "cpu")
+STALE_S = 600.0  # an empty job group this old was left by a grader that was killed (no finally ran)
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,7 @@ class JobCgroups:
         made = cls()
         if os.getuid() != 0 or not ROOT.is_dir():
             return made
+        reap_stale()
         name = uuid.uuid4().hex[:16]
         if _is_v2(ROOT):
             made._make_v2(ROOT, name, limits)
@@ -137,3 +139,14 @@ def leftovers() -> list[Path]:
         if base.is_dir():
             found += [p for p in base.iterdir() if p.is_dir()]
     return found
+
+
+def reap_stale(older_than_s: float = STALE_S) -> None:
+    """Delete empty job groups older than ``older_than_s``: a grader process killed with SIGKILL
+    never ran its ``finally``. A group that still holds a process cannot be deleted (EBUSY), and a
+    fresh one is left alone: another grader may be about to move its job in."""
+    now = time.time()
+    for group in leftovers():
+        with contextlib.suppress(OSError):
+            if now - group.stat().st_mtime > older_than_s:
+                group.rmdir()

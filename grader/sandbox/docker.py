@@ -4,19 +4,21 @@ Transfer design. The container's root filesystem is read-only and ``/work`` is a
 tmpfs, which the engine's archive API (``put_archive``/``get_archive``) cannot reach: it sees the
 image layer under the mount, not the tmpfs. So nothing is copied with it. Instead the host attaches
 to the container's stdio before starting it and speaks a tiny framed protocol with a bootstrap
-script (``BOOTSTRAP`` below, passed as ``python3 -I -B -c``; the image holds only the harness and
-the runtime):
+program (``harness/docker_boot.py``, started with ``python3 -I -B -c``; the image holds only the
+harness and the runtime):
 
 - host → stdin: a header ``>IId`` (size of job.json, size of student.json, backstop seconds) and
   the two files. Only this one submission ever enters the container; no environment variable, bind
   mount, volume or archive carries anything else.
-- the bootstrap writes them into ``/work``, starts the harness (``/opt/grader``) in its own session
-  with stdout and stderr on the container's stderr and stdin on /dev/null, and reports ``b"I"`` on
-  stdout once ``out/import.json`` exists.
+- the bootstrap hands them to the supervisor (``harness/supervisor.py``, shared with the local
+  backend), which writes the visible checks' job into ``/work``, forks the harness with student
+  output on the container's stderr, reports ``b"I"`` once ``out/import.json`` exists, and gives the
+  harness the hidden checks' inputs only after the visible checks' outputs are sent and frozen.
 - the host enforces the same deadlines as the local backend (``process.deadlines``). At a deadline
-  it sends ``b"S"``; the bootstrap then (and also when the harness exits, or at its own backstop)
+  it sends ``b"S"``; the supervisor then (and also when the harness exits, or at the backstop)
   SIGKILLs every process it can signal, so nothing can rewrite ``out/`` any more, and sends each
-  regular file of ``out/`` and ``out/<check>/`` as ``b"F" >H name >I size data``, then ``b"E"``.
+  regular file of ``out/`` and ``out/<check>/`` as ``b"F" >H name >I size data``, then ``b"E"``
+  (``grader/sandbox/stream.py`` has the records).
 - the host reads the multiplexed attach stream: stderr goes into the log through a 1 MiB cap,
   stdout is parsed by ``OutputStream`` with caps on names, sizes, file count and total bytes, and
   the files are written into ``workdir/out`` only after a complete, well-formed stream ends with
@@ -67,42 +69,6 @@ STOP_GRACE_S = 3.0
 BACKSTOP_GRACE_S = 5.0
 MAX_INPUT_BYTES = 32 * 1024 * 1024
 
-# Runs inside the container as the sandbox user before any student code; public, like the harness.
-# It imports what every job needs while the host is still sending, then hands over to the same
-# supervisor as the local backend (harness/supervisor.py): visible checks first, everything killed
-# before the outputs are streamed on the original stdout (student output goes to stderr).
-BOOTSTRAP = r'''
-import json, os, struct, sys, threading
-sys.path[:0] = [@BUNDLE@]
-import numpy, numpy.random
-from harness import probes, run, supervisor
-import tinytorch.core.autograd, tinytorch.core.tensor
-out_fd = os.dup(1)
-os.dup2(2, 1)
-
-def read_exact(n):
-    buf = bytearray()
-    while len(buf) < n:
-        chunk = os.read(0, min(1 << 20, n - len(buf)))
-        if not chunk:
-            os._exit(3)
-        buf += chunk
-    return bytes(buf)
-
-job_size, student_size, backstop = struct.unpack(">IId", read_exact(16))
-if max(job_size, student_size) > @MAX_INPUT@:
-    os._exit(3)
-job, student = read_exact(job_size), read_exact(student_size)
-timer = threading.Timer(backstop, lambda: (supervisor.kill_everyone(), os._exit(4)))
-timer.daemon = True
-timer.start()
-os.chdir(@WORKDIR@)
-supervisor.run(json.loads(job), student, out_fd, 0, {"mode": "docker", "verified": [], "ok": True},
-               lambda phase_fd: run.main(phase_fd=phase_fd), max_total=@MAX_TOTAL@)
-os._exit(0)
-'''
-
-
 @dataclass(frozen=True)
 class DockerLimits:
     memory_mb: int = 1024
@@ -120,8 +86,9 @@ class DockerLimits:
 
 
 def bootstrap_source(limits: DockerLimits = DockerLimits()) -> str:
-    return (BOOTSTRAP.replace("@BUNDLE@", repr(BUNDLE)).replace("@WORKDIR@", repr(WORKDIR))
-            .replace("@MAX_TOTAL@", str(limits.tmpfs_mb * 1024 * 1024)).replace("@MAX_INPUT@", str(MAX_INPUT_BYTES)))
+    """The container's command line program: start ``harness/docker_boot.py`` from the bundle."""
+    return (f"import sys; sys.path[:0] = [{BUNDLE!r}]; import grader.harness.docker_boot as b; "
+            f"b.main({WORKDIR!r}, {MAX_INPUT_BYTES}, {limits.tmpfs_mb * 1024 * 1024})")
 
 
 def container_env() -> dict[str, str]:

@@ -16,6 +16,7 @@ Two uses, one mechanism:
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import os
 import random
@@ -32,7 +33,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from ..errors import SandboxError, SandboxUnavailable
-from ..paths import expected_cache_dir, harness_parent, rubrics_dir, solution_dir
+from ..paths import expected_cache_dir, harness_parent
 from . import RunResult
 from .bundle import ensure_bundle
 from .cgroup import CgroupLimits, JobCgroups
@@ -43,7 +44,7 @@ if TYPE_CHECKING:
     from ..models import BackendInfo, Chunk
     from ..plan import Job
 
-ZYGOTE = "import sys; sys.path[:0] = [{path!r}]; import harness.zygote as z; z.serve({fd})"
+ZYGOTE = "import sys; sys.path[:0] = [{path!r}]; import grader.harness.zygote as z; z.serve({fd})"
 FORK_TIMEOUT_S = 10.0
 STOP_GRACE_S = 3.0
 UID_BASE, UID_SPAN = 1_990_000_000, 1_000_000  # a fresh host uid per job when the grader is root
@@ -159,7 +160,9 @@ class LocalSandbox:
 
         workdir = Path(tempfile.mkdtemp(prefix="grader-selftest-"))
         try:
-            self.run(Job(module="selftest", seed=0, import_timeout_s=10, total_timeout_s=10, checks=()), [], workdir)
+            empty = Job(module="selftest", probes="grader.harness.probes", seed=0, import_timeout_s=10,
+                        total_timeout_s=10, checks=())
+            self.run(empty, [], workdir)
         finally:
             import shutil
 
@@ -181,9 +184,12 @@ class LocalSandbox:
             os.chmod(workdir / name, 0o600)
         os.chmod(workdir, 0o700)
         uid = UID_BASE + random.randrange(UID_SPAN) if os.getuid() == 0 and self.mode != "none" else None
-        hidden = [str(p) for p in (solution_dir(), rubrics_dir(), expected_cache_dir(), *hide)]
+        hidden = [str(p) for p in (*staff_paths(), expected_cache_dir(), *hide)]
         if self.mode == "fallback":
             _protect(hidden)
+        checkout = source_checkout()
+        if checkout is not None:  # covered with namespaces; never closed behind its owner's back in
+            hidden.append(str(checkout))  # fallback mode, where the self-test refuses while it is open
         cgroups = JobCgroups.create(CgroupLimits(self.limits.memory_mb, self.limits.max_processes,
                                                  cpus=float(max(1, job.parallel))))
         request = {
@@ -303,6 +309,28 @@ class LocalSandbox:
 
     def __del__(self) -> None:
         self.close()
+
+
+def source_checkout() -> Path | None:
+    """The source checkout the grader runs from, if it does: it holds example solutions
+    (``submissions/correct_*``), tests and the git history, so no job may read any of it."""
+    root = harness_parent().parent
+    return root if (root / "pyproject.toml").is_file() and not (harness_parent() / "_data").is_dir() else None
+
+
+def staff_paths() -> list[Path]:
+    """Every installed course module's rubric and reference solution, and the copies of the
+    reference and rubrics that older builds of an editable install left in site-packages
+    (``grader/_data``): the job must reach none of them."""
+    from .. import modules
+
+    paths = list(modules.staff_paths())
+    try:
+        stale = Path(str(importlib.metadata.distribution("tinytorch-grader").locate_file("grader/_data")))
+        paths += [p for p in (stale / "reference" / "solution", stale / "rubrics") if p.is_dir()]
+    except importlib.metadata.PackageNotFoundError:
+        pass
+    return list(dict.fromkeys(paths))
 
 
 def _protect(paths: Sequence[str]) -> None:

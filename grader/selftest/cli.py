@@ -23,7 +23,6 @@ if TYPE_CHECKING:
 
 EXIT_OK, EXIT_GATE, EXIT_USAGE = 0, 1, 2
 EQUIVALENTS = Path("tests") / "mutants" / "equivalent.toml"
-SOLUTIONS = Path("reference") / "solution"
 
 
 def add_selftest_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -34,8 +33,8 @@ def add_selftest_parser(subparsers: Any) -> argparse.ArgumentParser:
                     "golden notebooks; every mutant not listed as equivalent in the reviewed file must fail a check.")
     p.add_argument("--mutants", action="store_true", help="run the mutation test (the only self-test so far)")
     p.add_argument("sources", nargs="*", type=Path, metavar="SOURCE",
-                   help=f"correct .py/.ipynb files to mutate (default: the rubric module's solution in {SOLUTIONS}/ "
-                        "and submissions/correct_*.ipynb)")
+                   help="correct .py/.ipynb files to mutate (default: the course module's reference solution and "
+                        "its golden correct_*.ipynb notebooks)")
     p.add_argument("--jobs", type=int, default=1, metavar="N", help="graders running in parallel (default 1)")
     p.add_argument("--sample", type=int, metavar="N", help="grade only N mutants, drawn with --seed")
     p.add_argument("--seed", type=int, default=0, help="seed of the --sample draw (default 0)")
@@ -45,20 +44,31 @@ def add_selftest_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--operator", action="append", default=[], metavar="OP", help="grade only this operator (repeatable)")
     p.add_argument("--equivalents", type=Path, metavar="FILE",
                    help=f"reviewed equivalent survivors (default: {EQUIVALENTS} in the checkout)")
-    p.add_argument("--rubric", type=Path, help="rubric .toml (default: module 11 embeddings)")
+    p.add_argument("--rubric", type=Path, help="rubric .toml (default: the installed course module's)")
     p.add_argument("--json", type=Path, metavar="FILE", help="also write every mutant's outcome as JSON")
     p.add_argument("--list", action="store_true", help="list the selected mutants without grading them")
     return p
 
 
-def checkout_root() -> Path:
-    """The source checkout that holds ``submissions/``: the one this package runs from, else the current folder."""
+def _checkout() -> Path:
+    """The source checkout this package runs from, else the current folder."""
     here = Path(__file__).resolve().parents[2]
-    for root in (here, Path.cwd()):
-        if (root / "submissions").is_dir() and (root / SOLUTIONS).is_dir():
-            return root
-    raise SelftestError("no source checkout found (submissions/ and reference/); run it from the grader's "
-                        "repository or name the sources to mutate")
+    return here if (here / EQUIVALENTS).is_file() else Path.cwd()
+
+
+def examples_dir(module: str) -> Path:
+    """The course module's golden submissions: its unit's ``examples``, else ``submissions/`` of the
+    source checkout this package runs from, or of the current folder."""
+    from .. import modules
+
+    unit = modules.get(module)
+    if unit.examples:
+        return unit.root / unit.examples
+    for root in (Path(__file__).resolve().parents[2], Path.cwd()):
+        if (root / "submissions").is_dir():
+            return root / "submissions"
+    raise SelftestError("no golden submissions found (the unit names none and there is no submissions/ folder); "
+                        "run it from the grader's repository or name the sources to mutate")
 
 
 def selftest_command(args: argparse.Namespace) -> int:
@@ -83,11 +93,11 @@ def selftest_command(args: argparse.Namespace) -> int:
 
 def default_sources(module: str) -> list[Source]:
     """The rubric module's reference solution and the checkout's correct golden notebooks."""
+    from .. import modules
     from .mutate import load_source
 
-    root = checkout_root()
-    notebooks = sorted((root / "submissions").glob("correct_*.ipynb"))
-    return [load_source(root / SOLUTIONS / f"{module}.py", "reference"), *(load_source(p) for p in notebooks)]
+    notebooks = sorted(examples_dir(module).glob("correct_*.ipynb"))
+    return [load_source(modules.get(module).reference_path, "reference", name=module), *(load_source(p) for p in notebooks)]
 
 
 def _sources(args: argparse.Namespace, module: str) -> tuple[list[Source], bool]:
@@ -126,7 +136,7 @@ def _run(args: argparse.Namespace, console: Console, errors: Console) -> int:
         for m in chosen:
             console.print(f"{m.id}\t{m.where}\t{_short(m.before)} → {_short(m.after)}", markup=False, soft_wrap=True)
         return EXIT_OK
-    equivalents_path = args.equivalents or (checkout_root() / EQUIVALENTS)
+    equivalents_path = args.equivalents or (_checkout() / EQUIVALENTS)
     equivalents = load_equivalents(equivalents_path)
     started = time.monotonic()
     outcomes = _grade(args, rubric, sources, chosen, errors)
@@ -143,7 +153,7 @@ def _grade(args: argparse.Namespace, rubric: Rubric, sources: list[Source], chos
            errors: Console) -> list[Outcome]:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-    from ..grade import Grader
+    from ..pipeline import Grader
     from .mutants import check_baselines, grade_mutants
 
     def factory() -> Grader:

@@ -21,8 +21,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ..errors import GraderError, SelftestError
-from ..grade import Grader
 from ..models import GradeReport
+from ..pipeline import Grader
 from .mutate import Mutant, Source
 
 DEFAULT_GRADING_SEED = 0

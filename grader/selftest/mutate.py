@@ -73,8 +73,9 @@ class Mutant:
         return self.source.write(directory, (self.cell or 1) - 1, self.code, stem)
 
 
-def load_source(path: Path, generation: str | None = None) -> Source:
-    """Read a ``.py`` or ``.ipynb`` source; its generation is guessed from its code unless given."""
+def load_source(path: Path, generation: str | None = None, name: str | None = None) -> Source:
+    """Read a ``.py`` or ``.ipynb`` source; its generation is guessed from its code unless given.
+    ``name`` (default: the file's stem) starts the ids of its mutants."""
     try:
         raw = path.read_text(encoding="utf-8")
     except OSError as e:
@@ -90,7 +91,7 @@ def load_source(path: Path, generation: str | None = None) -> Source:
         cells = ((0, raw),)
     else:
         raise SelftestError(f"{path}: unsupported file type; give a .py or .ipynb file")
-    source = Source(path.stem, path, "", cells, notebook)
+    source = Source(name or path.stem, path, "", cells, notebook)
     return Source(source.name, path, generation or guess_generation(source), cells, notebook)
 
 

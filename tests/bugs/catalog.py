@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).parent
 SUBMISSIONS = HERE.parents[1] / "submissions"
@@ -171,7 +172,7 @@ BUGS = (
 )
 
 
-def code_sources(nb: dict) -> list[str]:
+def code_sources(nb: dict[str, Any]) -> list[str]:
     return ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"]
 
 

@@ -208,12 +208,13 @@ def test_cleanup_removes_leftover_labelled_containers(
 
 
 def test_image_holds_the_bundle_but_no_reference_solution_or_rubric(docker_client: Any, image: str) -> None:
-    from grader.paths import rubrics_dir, solution_dir
+    from grader import modules
 
-    secrets = {hashlib.sha256(p.read_bytes()).hexdigest(): p.name
-               for d in (solution_dir(), rubrics_dir()) for p in d.rglob("*") if p.is_file()}
-    sizes = {(d / n).stat().st_size for d in (solution_dir(),) for n in os.listdir(d) if (d / n).is_file()}
-    sizes |= {p.stat().st_size for p in rubrics_dir().rglob("*") if p.is_file()}
+    staff = [f for unit in modules.installed().values()
+             for f in (unit.rubric_path, *unit.reference_path.parent.rglob("*"), *(unit.root / "judge").rglob("*.py"))
+             if f.is_file()]
+    secrets = {hashlib.sha256(f.read_bytes()).hexdigest(): f.name for f in staff}
+    sizes = {f.stat().st_size for f in staff}
     container = docker_client.containers.create(image, ["true"], network_mode="none")
     try:
         stream = container.export(chunk_size=1 << 20)
@@ -232,19 +233,22 @@ def test_image_holds_the_bundle_but_no_reference_solution_or_rubric(docker_clien
                     leaked.append((member.name, secrets[digest]))
     assert leaked == []
     bundle = {n.split("/")[2] for n in names if n.startswith("opt/grader/") and n.count("/") >= 2 and n.split("/")[2]}
-    assert bundle == {"harness", "tinytorch"}
+    assert bundle == {"grader", "tinytorch"}
+    graded = {"/".join(n.split("/")[3:5]) for n in names if n.startswith("opt/grader/grader/") and n.count("/") >= 4}
+    assert {g.split("/")[0] for g in graded} <= {"__init__.py", "__pycache__", "harness", "modules"}  # no judge or rubric
+    assert not [n for n in names if n.startswith("opt/grader/grader/modules/") and ("/judge/" in n or "/reference/" in n)]
     assert not [n for n in names if "solution" in n.lower() or n.endswith(".toml")]
     assert any(n.endswith("numpy/__init__.py") for n in names)
 
 
 def test_image_runs_python_numpy_and_the_harness_as_nobody(docker_client: Any, image: str) -> None:
-    code = ("import os, numpy, harness.run, tinytorch.core.tensor; "
+    code = ("import os, numpy, grader.harness.run, tinytorch.core.tensor; "
             "print(os.getuid(), numpy.__version__, sorted(os.listdir('/opt/grader')))")
     out = docker_client.containers.run(image, ["python3", "-I", "-c", f"import sys; sys.path[:0] = ['/opt/grader']; {code}"],
                                        network_mode="none", remove=True)
     uid, _, listing = out.decode().strip().split(" ", 2)
     assert uid == "65534"
-    assert listing == "['harness', 'tinytorch']"
+    assert listing == "['grader', 'tinytorch']"
 
 
 def test_image_tag_is_a_content_hash_and_is_built_once(image: str) -> None:

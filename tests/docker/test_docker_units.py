@@ -83,7 +83,7 @@ def test_bootstrap_is_valid_python_and_boots_the_bundle() -> None:
     source = bootstrap_source()
     compile(source, "<bootstrap>", "exec")
     assert "@" not in source.replace("@dataclass", "")
-    assert "/opt/grader" in source and "supervisor.run(" in source
+    assert "/opt/grader" in source and "harness.docker_boot" in source
 
 
 def test_unreachable_engine_says_how_to_start_it(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

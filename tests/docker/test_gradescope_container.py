@@ -39,7 +39,7 @@ LEFT_BEHIND = textwrap.dedent('''
 SCRIPT = textwrap.dedent('''
     set -eu
     mkdir -p /autograder/source /autograder/submission
-    cp -r /src/grader /src/reference /src/rubrics /autograder/source/
+    cp -r /src/grader /src/reference /autograder/source/
     echo course-secret-1234 > /autograder/source/seed_secret
     cp /input/submission.ipynb /autograder/submission/
     cp /input/metadata.json /autograder/submission_metadata.json
@@ -110,7 +110,7 @@ def test_fallback_mode_refuses_when_staff_files_stay_readable(docker_client: Any
     import shutil
 
     course = tmp_path / "course"
-    for part in ("grader", "reference", "rubrics"):
+    for part in ("grader", "reference"):
         shutil.copytree(ROOT / part, course / part, ignore=shutil.ignore_patterns("__pycache__"))
     for directory in [course, *(p for p in course.rglob("*") if p.is_dir())]:
         directory.chmod(0o755)

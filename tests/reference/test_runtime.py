@@ -291,7 +291,7 @@ def test_embedding_backward_skips_a_frozen_table() -> None:
 
 
 def _scatter_rows(weight: Tensor, indices: np.ndarray, grad_output: np.ndarray) -> np.ndarray:
-    grad = np.zeros_like(weight.data)
+    grad: np.ndarray = np.zeros_like(weight.data)
     np.add.at(grad, np.asarray(indices).reshape(-1), grad_output.reshape(-1, weight.shape[-1]))
     return grad
 
@@ -329,7 +329,7 @@ class _EmbeddingFunctionNoKwargs(_EmbeddingFunction):
 class _EmbeddingFunctionTensorOut(_EmbeddingFunction):
     """A variant whose forward returns a Tensor instead of an array."""
 
-    def forward(self, weight: np.ndarray) -> Tensor:  # type: ignore[override]
+    def forward(self, weight: np.ndarray) -> Tensor:
         return Tensor(weight[self.indices])
 
 
@@ -343,7 +343,7 @@ class _EmbeddingFunctionTensorOut(_EmbeddingFunction):
     ],
     ids=["attributes", "own-init", "init-without-kwargs", "forward-returns-tensor"],
 )
-def test_new_style_embedding_function(function: type) -> None:
+def test_new_style_embedding_function(function: type[_EmbeddingFunction]) -> None:
     _EmbeddingFunction.seen_forward_args.clear()
     weight = Tensor(np.arange(8.0).reshape(4, 2), requires_grad=True)
     out = function.apply(weight, indices=np.array([0, 2, 0]))
@@ -401,7 +401,7 @@ def test_enable_autograd_is_idempotent_and_silent(capsys: pytest.CaptureFixture[
         enable_autograd()
     enable_autograd(quiet=False)
     assert capsys.readouterr() == ("", "")
-    assert Tensor._autograd_enabled is True  # type: ignore[attr-defined]
+    assert Tensor._autograd_enabled is True
 
 
 def test_importing_the_runtime_prints_nothing() -> None:

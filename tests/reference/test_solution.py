@@ -1,4 +1,4 @@
-"""The reference solution of module 11 (reference/solution/embeddings.py) on the spec cases."""
+"""The reference solution of module 11 (grader/modules/embeddings/reference/solution.py) on the spec cases."""
 
 from __future__ import annotations
 
@@ -50,7 +50,7 @@ def test_each_gradient_row_goes_to_its_own_id(seeded_table: Embedding) -> None:
     "ids, rows",
     [pytest.param([2, 2], 1, id="token-2-twice"), pytest.param([1, 3], 2, id="tokens-1-and-3")],
 )
-def test_rows_touched_by_one_backward_on_a_fresh_layer(ids: list, rows: int) -> None:
+def test_rows_touched_by_one_backward_on_a_fresh_layer(ids: list[int], rows: int) -> None:
     layer = Embedding(4, 2)  # fresh layer: only this read's gradient is counted
     layer(Tensor(ids)).backward(np.ones((2, 2)))
     assert _nonzero_rows(layer.weight.grad) == rows
@@ -86,7 +86,7 @@ def test_batched_ids_give_a_3d_output(seeded_table: Embedding) -> None:
         pytest.param([np.inf], id="inf-id"),
     ],
 )
-def test_bad_ids_raise_value_error(seeded_table: Embedding, ids: list) -> None:
+def test_bad_ids_raise_value_error(seeded_table: Embedding, ids: list[float]) -> None:
     with pytest.raises(ValueError):
         seeded_table(Tensor(ids))
 
@@ -141,7 +141,7 @@ def test_learned_positions_add_rows_and_get_batch_summed_grads(start_pos: int) -
         pytest.param((1, 3, 2), -1, id="negative-start"),
     ],
 )
-def test_learned_positions_reject_bad_input(shape: tuple, start_pos: int) -> None:
+def test_learned_positions_reject_bad_input(shape: tuple[int, ...], start_pos: int) -> None:
     with pytest.raises(ValueError):
         PositionalEncoding(6, 2)(Tensor(np.zeros(shape)), start_pos)
 

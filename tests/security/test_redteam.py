@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 import tt_attacks as attacks
 import tt_hostile as nb
 from tt_support import (
@@ -105,6 +104,8 @@ def test_hostile_notebook(backend: str, case: attacks.Case, host: Host, tmp_path
             details = "\n".join(c["detail"] for c in report["checks"] if c["status"] != "passed")
             if not re.search(case.message, details):
                 problems.append(f"no feedback matches {case.message!r}; got:\n{details[:1500]}")
+        if case.forbidden is not None and re.search(case.forbidden, json.dumps(report)):
+            problems.append(f"the report holds {case.forbidden!r}: " + _find(report, case.forbidden))
         if canary(host.token) in repr(report):
             problems.append("a secret from the grader's environment appears in the report")
         if "tt-net-reached" in repr(report):
@@ -163,14 +164,14 @@ def _rendering_problems(report: dict[str, Any]) -> list[str]:
     render(GradeReport.model_validate(report), Console(file=buf, force_terminal=False, color_system=None,
                                                        width=120), staff=True)
     text = buf.getvalue()
-    bad = sorted({repr(ch) for ch in text if ord(ch) < 32 and ch not in "\n\t" or 0x7F <= ord(ch) < 0xA0})
+    bad = sorted({repr(ch) for ch in text if (ord(ch) < 32 and ch not in "\n\t") or 0x7F <= ord(ch) < 0xA0})
     return [f"the terminal report carries raw control characters {bad} from student text"] if bad else []
 
 
 def _find(report: dict[str, Any], needle: str) -> str:
     for c in report["checks"]:
         if needle in c["detail"]:
-            return c["detail"][:300]
+            return str(c["detail"])[:300]
     return ""
 
 
@@ -295,7 +296,7 @@ def test_refused_at_intake(backend: str, make: Any, message: str, tmp_path: Path
     def attempt() -> None:
         try:
             outcome["report"] = grader.grade(path)
-        except BaseException as e:  # noqa: BLE001 - any escape is part of what is checked
+        except BaseException as e:  # any escape is part of what is checked
             outcome["error"] = e
 
     worker = threading.Thread(target=attempt, daemon=True)

@@ -30,7 +30,7 @@ SIN = ("sin_pos0", "sin_values")
 LAYER = ("layer_modes", "layer_sin_values", "layer_scale")
 ALL = EMB + GRAD + PE + SIN + LAYER
 NEEDS_EMBEDDING = EMB + GRAD + LAYER
-CALLS_FORWARD = ("emb_shape", "emb_lookup", "emb_index_error") + GRAD + LAYER
+CALLS_FORWARD = ("emb_shape", "emb_lookup", "emb_index_error", *GRAD, *LAYER)
 # checks run two at a time: when grad_accumulate's child stops its harness, grad_sparse may be running
 AFTER_GRAD_SPARSE = ALL[ALL.index("grad_sparse") + 1:]
 NOT_FORWARD = tuple(c for c in ALL if c not in CALLS_FORWARD)
@@ -61,6 +61,7 @@ class Case:
     ``message`` is a regex that the detail of some non-passed check must match.
     ``local_weakness`` documents a known hole of the local backend: the case is a strict xfail there.
     ``weakness`` is the same for every backend (a host-side flaw).
+    ``forbidden`` is a regex that must match nowhere in the report (a leak's marker).
     """
 
     id: str
@@ -77,6 +78,7 @@ class Case:
     local_weakness: str | None = None
     root_only_weakness: bool = False
     weakness: str | None = None
+    forbidden: str | None = None  # a regex that must match nowhere in the report
 
 
 def S(*statuses: str) -> frozenset[str]:
@@ -524,7 +526,7 @@ def _on_import():
 
     json.dump = lambda obj, fp, *a, **k: real_dump(fix(obj), fp, *a, **k)
     json.dumps = lambda obj, *a, **k: real_dumps(fix(obj), *a, **k)
-    run = sys.modules.get("harness.run")
+    run = sys.modules.get("grader.harness.run")
     if run is not None:
         real_write = run.write_result
         run.write_result = lambda out, cid, record, arrays: real_write(out, cid, fix(record), arrays)
@@ -587,7 +589,7 @@ PATCH_PROBES = r'''
 def _on_import():
     import sys
     common = sys.modules.get("harness.probes.common")
-    emb = sys.modules.get("harness.probes.embeddings")
+    emb = sys.modules.get("grader.modules.embeddings.probes")
     if common is not None:
         common.grad_of = lambda tensor, what: np.zeros(np.shape(getattr(tensor, "data", 0)))
         common.raised = lambda call, expected=ValueError: expected.__name__
@@ -760,7 +762,7 @@ LYING_CASES = [
     Case("lie-fake-shape-empty-data", LIE_FAKE_SHAPE,
          statuses={("emb_shape", "emb_lookup", "sin_pos0", "sin_values"): S("failed", "error")}),
     Case("lie-nan-inf-and-empty-arrays", LIE_NAN_EMPTY, base="buggy",
-         statuses={GRAD + ("sin_values",): S("failed", "error"), ("emb_shape",): S("failed", "error")}),
+         statuses={(*GRAD, "sin_values"): S("failed", "error"), ("emb_shape",): S("failed", "error")}),
     Case("lie-weird-data-property-baseexception-recursive-huge", LIE_WEIRD_DATA,
          statuses={("emb_shape", "emb_lookup"): S("failed", "error", "oom")}),
 ]
@@ -838,7 +840,8 @@ def _steal_by_import():
     sys.meta_path.insert(0, _Spy())
     for name in ("embeddings", "reference", "solution", "reference.solution.embeddings", "solution.embeddings",
                  "tinytorch.core.embeddings", "tinytorch.text.embeddings", "tinytorch.nn", "expected", "answers",
-                 "rubric", "rubrics", "grader.reference"):
+                 "rubric", "rubrics", "grader.reference", "grader.modules.embeddings.reference.solution",
+                 "grader.modules.embeddings.judge"):
         try:
             mod = importlib.import_module(name)
         except BaseException:
@@ -846,8 +849,8 @@ def _steal_by_import():
         if isinstance(getattr(mod, "Embedding", None), type):
             return mod
     try:
-        from grader.paths import solution_dir
-        return _module_from_source((solution_dir() / "embeddings.py").read_text())
+        import grader.modules.embeddings as unit
+        return _module_from_source(open(unit.__path__[0] + "/reference/solution.py").read())
     except BaseException:
         pass
     for mod in list(sys.modules.values()):
@@ -915,7 +918,8 @@ def _steal_through_proc_root():
     except OSError:
         pass
     for base in bases:
-        for rel in ("reference/solution/embeddings.py", "grader/_data/reference/solution/embeddings.py"):
+        for rel in ("reference/solution/embeddings.py", "grader/_data/reference/solution/embeddings.py",
+                    "grader/modules/embeddings/reference/solution.py"):
             path = root + os.path.join(base, rel)
             if os.path.isfile(path):
                 return _module_from_source(open(path).read())
@@ -963,11 +967,13 @@ def _unmount_and_read():
     for line in open("/proc/self/mountinfo").read().splitlines()[::-1]:
         parts = line.split()
         point = parts[4]
-        if " - tmpfs " in line and ("solution" in point or "rubrics" in point or "expected" in point):
+        if " - tmpfs " in line and ("solution" in point or "reference" in point or "packages" in point
+                                    or "expected" in point):
             libc.umount2(point.encode(), 2)       # MNT_DETACH, in this sandbox's own mount namespace
-            path = os.path.join(point, "embeddings.py")
-            if os.path.isfile(path):
-                return _module_from_source(open(path).read())
+            for path in (os.path.join(point, "embeddings.py"), os.path.join(point, "solution.py"),
+                         os.path.join(point, "grader/modules/embeddings/reference/solution.py")):
+                if os.path.isfile(path):
+                    return _module_from_source(open(path).read())
     return None
 ''', "_unmount_and_read")
 
@@ -1351,6 +1357,58 @@ def _on_import():
 '''), runner_timeout=9.0),
 ]
 
+# ---- deadlines and hidden inputs, from a process the student controls ------------------------------
+
+FORGED_IMPORT_RECORD = r'''
+def _on_import():
+    import json, os, time
+    os.makedirs("out", exist_ok=True)
+    with open("out/import.json", "w") as f:     # "the import is done": it is not
+        json.dump({"chunk_errors": [], "defined": []}, f)
+    time.sleep(30)
+'''
+
+# A daemon started at import waits for the hidden checks' inputs and writes them into every visible
+# check's result, which the host must no longer read by then.
+HIDDEN_INTO_VISIBLE = r'''
+def _on_import():
+    import json, os, time
+    if os.fork() != 0:
+        return
+    os.setsid()
+    end = time.monotonic() + 8
+    visible = []
+    try:
+        visible = [c["id"] for c in json.load(open("job.json"))["checks"]]
+    except (OSError, ValueError, KeyError):
+        pass
+    while time.monotonic() < end:
+        try:
+            hidden = open("job-hidden.json").read()
+        except OSError:
+            time.sleep(0.01)
+            continue
+        message = "TTLEAK " + hidden[:400]
+        for check in visible:
+            for name in (f"out/{check}.json", f"out/{check}.status.json"):
+                try:
+                    with open(name + ".x", "w") as f:
+                        json.dump({"check": check, "status": "error", "duration_ms": 1.0,
+                                   "error": {"type": "RuntimeError", "message": message, "where": None}}, f)
+                    os.replace(name + ".x", name)
+                except OSError:
+                    pass
+        time.sleep(0.05)
+    os._exit(0)
+'''
+
+PHASE_CASES = [
+    Case("deadline-forged-import-record-keeps-the-total-bound", FORGED_IMPORT_RECORD,
+         statuses={ALL: S("timeout")}, max_seconds=14.0),
+    Case("leak-hidden-inputs-into-visible-feedback", HIDDEN_INTO_VISIBLE, statuses={ALL: S("passed")},
+         forbidden=r"TTLEAK"),
+]
+
 # ---- network -------------------------------------------------------------------------------------
 
 NETWORK = r'''
@@ -1506,7 +1564,7 @@ NAME_CASES = [
 ]
 
 GRADED_CASES: list[Case] = (EXIT_CASES + FORGED_CASES + MONKEYPATCH_CASES + LYING_CASES + TAMPER_CASES
-                            + STEALING_CASES + PERSIST_CASES + DOS_CASES + NETWORK_CASES + CRASH_CASES
+                            + STEALING_CASES + PERSIST_CASES + DOS_CASES + PHASE_CASES + NETWORK_CASES + CRASH_CASES
                             + MALFORMED_GRADED_CASES + NAME_CASES)
 
 

@@ -52,10 +52,8 @@ def main() -> int:
         grader = Grader(spec["rubric"], sandbox or spec["backend"], **options)
     with grader:
         paths = [Path(p) for p in spec["paths"]]
-        if hasattr(grader, "grade_many"):
-            outcomes = grader.grade_many(paths)
-        else:
-            outcomes = ((p, _grade_one(grader, p)) for p in paths)
+        outcomes = (grader.grade_many(paths) if hasattr(grader, "grade_many")
+                    else ((p, _grade_one(grader, p)) for p in paths))
         while True:
             try:
                 path, outcome = next(outcomes)

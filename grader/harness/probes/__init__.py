@@ -1,4 +1,4 @@
-"""Probe registry: one module per course module, each exporting ``PROBES``.
+"""The probe interface. Each course-module unit's ``probes`` package exports ``PROBES``.
 
 A probe has three parts:
 - ``make_inputs(rng)`` (host side): the arrays and sizes it will be called with;
@@ -67,6 +67,7 @@ def decode_inputs(encoded: dict[str, Any]) -> Inputs:
 
 
 def load_probes(module: str) -> dict[str, Probe]:
-    """The probes of one course module, e.g. ``embeddings``."""
-    mod = importlib.import_module(f"{__name__}.{module}")
-    return dict(mod.PROBES)
+    """The ``PROBES`` of a unit's probes package, by dotted path (``grader.modules.<name>.probes``):
+    the same path on the host and in the sandbox bundle."""
+    mod = importlib.import_module(module)
+    return dict(getattr(mod, "PROBES", {}))

@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from . import Inputs, Outputs, Probe
-from .common import (
+from ....harness.probes import Inputs, Outputs, Probe
+from ....harness.probes.common import (
     FOREIGN,
     as_array,
     attempt,

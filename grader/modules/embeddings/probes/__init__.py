@@ -11,10 +11,22 @@ from typing import Any
 
 import numpy as np
 
-from . import Inputs, Outputs, Probe
-from .common import as_array, attempt, dyadic, fmt, grad_of, inject, parameters_of, raised, shape_of, tensor_class, token_ids
-from .embeddings_api import PROBES as API_PROBES
-from .embeddings_api import own_lookup, own_positions
+from ....harness.probes import Inputs, Outputs, Probe
+from ....harness.probes.common import (
+    as_array,
+    attempt,
+    dyadic,
+    fmt,
+    grad_of,
+    inject,
+    parameters_of,
+    raised,
+    shape_of,
+    tensor_class,
+    token_ids,
+)
+from .api import PROBES as API_PROBES
+from .api import own_lookup, own_positions
 
 Namespace = dict[str, Any]
 

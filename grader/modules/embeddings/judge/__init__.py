@@ -12,9 +12,10 @@ from typing import Any
 
 import numpy as np
 
-from ..channel import CheckOutput
-from . import embeddings_api, uniform
-from .compare import Cause, Diagnosis, Mismatch, close
+from ....channel import CheckOutput
+from ....judge import uniform
+from ....judge.compare import Cause, Diagnosis, Mismatch, close
+from . import api as embeddings_api
 
 Inputs = dict[str, Any]
 NO_GRAD_CAUSE = ("the gradient never reached the weights: forward must connect its output to the weight "

@@ -12,9 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from ..channel import CheckOutput
-from ..harness.probes.embeddings_api import large_table
-from .compare import Cause, Diagnosis, close
+from ....channel import CheckOutput
+from ....judge.compare import Cause, Diagnosis, close
+from ..probes.api import large_table
 
 Inputs = dict[str, Any]
 OWN = "ValueError"  # raised by the student's own check (numpy's own ValueError is reported differently)

@@ -8,13 +8,13 @@ import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from . import __version__
+from . import __version__, modules
 from .channel import CheckOutput, ChunkError, ImportRecord, read_check, read_import
-from .errors import GraderError, SubmissionError
-from .extract import duplicate_definitions, extract
+from .errors import GraderError
+from .intake import read_submission
 from .judge import judge, not_gradable
-from .load import LoadLimits, load_submission
-from .models import CheckResult, ExtractionSummary, GradeReport, StudentModule
+from .load import LoadLimits
+from .models import CheckResult, Chunk, ExtractionSummary, GradeReport, StudentModule, shown
 from .paths import expected_cache_dir
 from .plan import Job, plan, submission_seed
 from .reference import ReferenceOracle
@@ -38,10 +38,13 @@ class Grader:
         official: bool = False,
     ) -> None:
         self.rubric = rubric if isinstance(rubric, Rubric) else load_rubric(rubric)
-        # A Grader closes only what it made; a sandbox or reference worker passed in stays open.
+        # A Grader closes only what it made; a sandbox or reference worker passed in (by a Session,
+        # usually: the front ends' one door) stays open.
         self._owns_sandbox, self._owns_reference = isinstance(backend, str), reference is None
         self.sandbox = make_sandbox(backend, official) if isinstance(backend, str) else backend
         self.reference = reference or ReferenceOracle(self.rubric.module)
+        unit = modules.get(self.rubric.module)
+        self.rules, self.probes = unit.judge_rules(), unit.load_probes()
         self.public_only, self.seed, self.limits = public_only, seed, limits
         expected_cache_dir().mkdir(parents=True, exist_ok=True)  # exists before any sandbox, so it is hidden
 
@@ -52,12 +55,16 @@ class Grader:
         self.reference.start()
 
     def grade_many(self, paths: Sequence[str | Path]) -> Iterator[tuple[Path, GradeReport | GraderError]]:
-        """Grade in order; a file that cannot be read yields its SubmissionError instead of a report."""
+        """Grade in order; a file that cannot be graded yields its error instead of a report, and the
+        next file is still graded."""
         for path in paths:
             try:
                 yield Path(path), self.grade(path)
-            except SubmissionError as e:
+            except GraderError as e:
                 yield Path(path), e
+            except Exception as e:  # a grader bug on one file must not cost the others; never scored
+                yield Path(path), GraderError(f"{shown(Path(path).name)}: internal grader error, please report it: "
+                                              f"{type(e).__name__}: {shown(str(e))[:300]}")
 
     def close(self) -> None:
         if isinstance(self.sandbox, Startable) and self._owns_sandbox:
@@ -73,8 +80,8 @@ class Grader:
 
     def grade(self, path: str | Path) -> GradeReport:
         """Grade one file; SubmissionError if it cannot be read at all."""
-        submission = load_submission(path, self.limits)
-        module = extract(submission, self.rubric.targets)
+        intake = read_submission(path, self.rubric.targets, self.limits)
+        submission, module = intake.submission, intake.module
         seed = self.seed if self.seed is not None else submission_seed(submission.sha256)
         checks = self.rubric.select(self.public_only)
         blocked = _blocked(module, checks)
@@ -95,7 +102,8 @@ class Grader:
             rubric_hash=self.rubric.sha256, grader_version=__version__, seed=seed,
             backend=backend,
             extraction=ExtractionSummary(kept=module.kept, dropped=module.dropped,
-                                         syntax_errors=module.syntax_errors, import_errors=import_errors),
+                                         syntax_errors=module.syntax_errors, import_errors=import_errors,
+                                         notes=submission.notes + module.notes),
             checks=ordered, score=score, max_score=max_score,
         )
 
@@ -124,16 +132,16 @@ class Grader:
             results = {}
             for spec, planned in zip(checks, job.checks, strict=True):
                 inputs = planned.decoded()
-                called = _describe(self.rubric, spec, inputs)
-                failed_def = _definition_failure(spec, imported, run)
+                called = self.probes[spec.probe].describe(inputs)
+                failed_def = _definition_failure(spec, module.chunks, imported, run)
                 if failed_def is not None:
-                    results[spec.id] = judge(spec, called, inputs, failed_def, expected[spec.id])
+                    results[spec.id] = judge(spec, called, inputs, failed_def, expected[spec.id], self.rules)
                     continue
                 shapes = {k: v.shape for k, v in expected[spec.id].arrays.items()}
                 got = _explain_name_error(read_check(run.out_dir, spec.id, shapes), imported)
                 if got.outcome == "missing" and run.killed:
                     got = CheckOutput(outcome="timeout", note=run.killed)
-                results[spec.id] = judge(spec, called, inputs, got, expected[spec.id])
+                results[spec.id] = judge(spec, called, inputs, got, expected[spec.id], self.rules)
             import_errors = tuple(f"cell {e.cell}, line {e.line}: {e.error.text()}"
                                   for e in (imported.chunk_errors if imported else ()))
             return results, import_errors, run.isolation
@@ -146,15 +154,8 @@ def grade(path: str | Path, **options: object) -> GradeReport:
     return Grader(**options).grade(path)  # type: ignore[arg-type]
 
 
-def _describe(rubric: Rubric, spec: CheckSpec, inputs: dict[str, object]) -> str:
-    from .harness.probes import load_probes
-
-    return load_probes(rubric.module)[spec.probe].describe(inputs)
-
-
 def _blocked(module: StudentModule, checks: Sequence[CheckSpec]) -> dict[str, CheckResult]:
-    """Checks that cannot run because a target they need is missing or defined ambiguously."""
-    dupes = duplicate_definitions(module)
+    """Checks that cannot run because a target they need is not defined anywhere."""
     syntax = (f" (cell {', '.join(str(e.cell) for e in module.syntax_errors)} could not be parsed and may hold it)"
               if module.syntax_errors else "")
     blocked = {}
@@ -163,24 +164,40 @@ def _blocked(module: StudentModule, checks: Sequence[CheckSpec]) -> dict[str, Ch
             if not module.target_cells.get(name):
                 blocked[spec.id] = not_gradable(spec, f"{name} is not defined in any code cell{syntax}")
                 break
-            if name in dupes:
-                cells = ", ".join(str(c) for c in dupes[name])
-                blocked[spec.id] = not_gradable(
-                    spec, f"{name} is defined differently in cells {cells}: keep only the one to be graded")
-                break
     return blocked
 
 
-def _definition_failure(spec: CheckSpec, imported: ImportRecord | None, run: RunResult) -> CheckOutput | None:
+def _definition_failure(spec: CheckSpec, chunks: Sequence[Chunk], imported: ImportRecord | None,
+                        run: RunResult) -> CheckOutput | None:
     """An outcome for checks whose target could not even be defined."""
     if imported is None:
         note = run.killed or "the sandbox stopped while importing the module (sys.exit or os._exit at top level?)"
         return CheckOutput(outcome="timeout" if run.killed else "crashed", note=note)
-    for err in imported.chunk_errors:
-        hit = [n for n in spec.needs if n in err.defines]
-        if hit:
-            return CheckOutput(outcome="error", error=err.error, note=_definition_note(hit[0], err))
+    for name in spec.needs:
+        err = _final_definition_error(name, chunks, imported)
+        if err is not None:
+            return CheckOutput(outcome="error", error=err.error, note=_definition_note(name, err))
     return None
+
+
+def _final_definition_error(name: str, chunks: Sequence[Chunk], imported: ImportRecord) -> ChunkError | None:
+    """The error that leaves ``name`` broken once every kept statement has run, in notebook order.
+
+    A definition that failed but was replaced by a later one that worked is superseded, as when
+    the notebook runs from top to bottom; a failure after the last working one (a statement that
+    completes the name, or a last definition that fails) breaks it.
+    """
+    failed = {(e.cell, e.line): e for e in imported.chunk_errors if name in e.defines}
+    last: ChunkError | None = None
+    for chunk in chunks:
+        if name not in chunk.defines:
+            continue
+        err = failed.get((chunk.cell, chunk.line))
+        if err is not None:
+            last = err
+        elif last is not None and name not in chunk.modifies:
+            last = None  # a later definition that worked replaces the broken one
+    return last
 
 
 def _definition_note(name: str, err: ChunkError) -> str:

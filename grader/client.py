@@ -1,0 +1,42 @@
+"""The light side of the front door: what ``grader grade`` and ``tito test --module`` run
+before any heavy import. A request goes to the warm daemon when there is one, else it is executed
+here, in a new session (grader/session.py) whose sandbox starts before the heavy imports.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+
+def terminal() -> dict[str, object]:
+    """How this process's terminal shows output: width and colour."""
+    try:
+        columns = os.get_terminal_size(sys.stdout.fileno()).columns
+    except (OSError, ValueError):
+        columns = int(os.environ.get("COLUMNS", "80") or 80)
+    color = (sys.stdout.isatty() or bool(os.environ.get("FORCE_COLOR"))) and "NO_COLOR" not in os.environ
+    return {"columns": columns, "color": color}
+
+
+def run_request(request: dict[str, object], *, use_daemon: bool = True) -> int:
+    """Through the warm daemon when there is one (local backend), else here, in a new session."""
+    from . import daemon
+
+    wants_daemon = use_daemon and request.get("backend") == "local" and daemon.enabled()
+    if wants_daemon and (code := daemon.run(request)) is not None:
+        return code
+    # Start the sandbox first: its interpreter boots on the other core while this process imports.
+    from .session import Session
+
+    with Session() as session:
+        rubric, module = request.get("rubric"), request.get("module")
+        session.warm(str(request.get("backend", "local")), rubric if isinstance(rubric, str) else None,
+                     module if isinstance(module, str) else None)
+        from .commands import GradeRequest, execute
+
+        code = execute(GradeRequest.model_validate(request), session, sys.stdout, sys.stderr)
+    sys.stdout.flush()
+    if wants_daemon:  # after the answer: the daemon's start never delays this run
+        daemon.spawn()
+    return code

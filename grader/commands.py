@@ -1,0 +1,131 @@
+"""What ``grader grade`` and ``tito test --module`` do once their command line is parsed.
+
+A front end turns its arguments into a ``GradeRequest`` (absolute paths, every option explicit)
+and hands it to ``execute`` with a ``Session``, in its own process or through the daemon, which
+keeps one session warm and calls the same function. Output goes to the two consoles given: nothing
+here reads the working directory, the environment or the terminal.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Literal, TextIO
+
+from .models import Record
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from .session import Session
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+class GradeRequest(Record):
+    """One grading command, as the daemon receives it."""
+
+    command: Literal["grade", "tito"]
+    paths: tuple[str, ...]
+    rubric: str | None = None
+    module: str | None = None  # an installed course module, when several are installed
+    backend: str = "local"
+    public_only: bool = False
+    seed: int | None = None
+    staff: bool = False
+    json_out: str | None = None
+    label: str = ""  # tito: "module NN name"
+    display: str = ""  # tito: the notebook's path as the student sees it
+    module_name: str = ""  # tito: what to type to run it again
+    columns: int = 80
+    color: bool = False
+
+
+def consoles(request: GradeRequest, out: TextIO, err: TextIO) -> tuple[Console, Console]:
+    from rich.console import Console
+
+    def make(stream: TextIO, soft_wrap: bool) -> Console:
+        return Console(file=stream, width=request.columns, force_terminal=request.color,
+                       color_system="auto" if request.color else None, soft_wrap=soft_wrap)
+
+    return make(out, False), make(err, True)
+
+
+def execute(request: GradeRequest, session: Session, out: TextIO, err: TextIO) -> int:
+    """Run one request: 0 iff every graded check passed, 1 if one did not, 2 for bad input."""
+    console, errors = consoles(request, out, err)
+    if request.command == "tito":
+        return _tito(request, session, console, errors)
+    return _grade(request, session, console, errors)
+
+
+def _error(errors: Console, message: str) -> None:
+    from rich.markup import escape
+
+    from .models import shown
+
+    errors.print(f"[red]error:[/] {escape(shown(message))}", highlight=False)
+
+
+def _grade(request: GradeRequest, session: Session, console: Console, errors: Console) -> int:
+    from pathlib import Path
+
+    from .errors import GraderError
+    from .report import render, write_json
+
+    reports, bad_input = [], False
+    try:
+        grader = session.grader(request.rubric, module=request.module, backend=request.backend, public_only=request.public_only,
+                                seed=request.seed)
+        for _path, outcome in grader.grade_many(request.paths):
+            if isinstance(outcome, GraderError):
+                _error(errors, str(outcome))
+                bad_input = True
+                continue
+            reports.append(outcome)
+            render(outcome, console, staff=request.staff)
+    except GraderError as e:  # the rubric or the sandbox itself: no file can be graded
+        _error(errors, str(e))
+        bad_input = True
+    if request.json_out and reports:  # the reports of the files that were graded, whatever happened to the others
+        write_json(reports, Path(request.json_out))
+    if bad_input:
+        return EXIT_USAGE
+    return EXIT_OK if all(r.all_passed for r in reports) else EXIT_FAILED
+
+
+def _tito(request: GradeRequest, session: Session, console: Console, errors: Console) -> int:
+    from rich.markup import escape
+    from rich.panel import Panel
+
+    from .errors import GraderError
+    from .report import render
+
+    hidden = not request.public_only
+    try:
+        grader = session.grader(request.rubric, module=request.module, backend=request.backend, public_only=request.public_only,
+                                seed=request.seed)
+    except GraderError as e:
+        _error(errors, str(e))
+        return EXIT_USAGE
+    from .locate import module_label, module_number
+
+    label = request.label or module_label(module_number(grader.rubric.module), grader.rubric.module)
+    run_kind = "official run (docker sandbox)" if request.backend == "docker" else "practice run (local backend)"
+    checks = "all checks, with staff feedback" if hidden else "the public checks"
+    console.print(Panel(f"🧪 Grading [bold cyan]{escape(label)}[/]: [bold]{escape(request.display)}[/]\n"
+                        f"[dim]{checks}; {run_kind}[/]", title="tito test --module", border_style="bright_cyan"))
+    try:
+        report = grader.grade(request.paths[0])
+    except GraderError as e:
+        _error(errors, str(e))
+        return EXIT_USAGE
+    render(report, console, staff=hidden)
+    passed = sum(c.status == "passed" for c in report.checks)
+    total = len(report.checks)
+    points = f"{report.score:g}/{report.max_score:g} points"
+    if report.all_passed:
+        console.print(Panel(f"✅ [bold green]All {total} checks passed[/] ({points})", border_style="green"))
+        return EXIT_OK
+    console.print(Panel(f"❌ [bold red]{total - passed} of {total} checks did not pass[/] ({points})\n"
+                        f"[dim]Read the feedback above, fix your code, and run tito test --module "
+                        f"{escape(request.module_name or grader.rubric.module)} again.[/]", border_style="red"))
+    return EXIT_FAILED

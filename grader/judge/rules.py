@@ -1,0 +1,32 @@
+"""What a course-module unit gives the judge: its comparators, diagnoses and applicability
+tests, by name, valid within that unit only (two units may use the same names)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..channel import CheckOutput
+from .compare import Diagnosis, Mismatch
+
+Comparator = Callable[[CheckOutput, CheckOutput, dict[str, Any]], list[Mismatch]]
+GENERIC_COMPARATOR = "match"  # every output equal to the reference's within the check's tolerances
+
+
+@dataclass(frozen=True)
+class JudgeRules:
+    """A course-module unit's judging rules (its ``judge`` package), keyed within that unit only.
+
+    ``comparators``: named comparisons a rubric check may choose instead of ``match``.
+    ``diagnoses``: likely-cause finders, by probe name or check id (or a check's ``diagnosis``).
+    ``not_applicable``: comparators that first ask whether the check applies to the submission
+    at all; one that does not apply passes with a note saying why (every generation of a course
+    is graded out of the same total)."""
+
+    comparators: dict[str, Comparator] = field(default_factory=dict)
+    diagnoses: dict[str, Diagnosis] = field(default_factory=dict)
+    not_applicable: dict[str, Callable[[CheckOutput], str | None]] = field(default_factory=dict)
+
+    def comparator_names(self) -> set[str]:
+        return {GENERIC_COMPARATOR, *self.comparators, *self.not_applicable}

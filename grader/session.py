@@ -1,0 +1,120 @@
+"""The one door: every front end grades through a ``Session``.
+
+``grader grade``, ``tito test --module``, the pytest plugin, ``grader batch``, the Gradescope mode,
+the daemon and the grading service each open a session, ask it for graders, and close it. The
+session owns what is expensive and shared: the sandboxes (one per backend, started early so that
+their interpreters boot while the caller imports), the reference oracles (one per course module)
+and their lifecycle. A ``Grader`` made by a session uses them and never closes them; the session
+closes everything once, at the end. The daemon simply keeps one session open across requests.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .sandbox import BACKENDS, Sandbox, Startable, make_sandbox
+
+if TYPE_CHECKING:
+    from .models import GradeReport
+    from .pipeline import Grader
+    from .reference import ReferenceOracle
+    from .rubric import Rubric
+
+
+class Session:
+    """Sandboxes and reference oracles for any number of graders; thread-safe; close once."""
+
+    def __init__(self, *, official: bool = False, hide: Sequence[Path] = ()) -> None:
+        self.official = official
+        self.hide = tuple(hide)  # extra staff paths every sandbox of this session keeps away from students
+        self._sandboxes: dict[str, Sandbox] = {}
+        self._oracles: dict[str, ReferenceOracle] = {}
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def sandbox(self, backend: str = "local") -> Sandbox:
+        """The session's sandbox for ``backend``, made (and started) on first use."""
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("this grading session is closed")
+            if backend not in self._sandboxes:
+                if backend not in BACKENDS:
+                    from .errors import SandboxUnavailable
+
+                    raise SandboxUnavailable(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
+                made = make_sandbox(backend, self.official)
+                if self.hide:
+                    from .sandbox import HidingSandbox
+
+                    made = HidingSandbox(made, self.hide)
+                self._sandboxes[backend] = made
+            return self._sandboxes[backend]
+
+    def oracle(self, module: str) -> ReferenceOracle:
+        """The trusted reference worker of a course module, made on first use."""
+        from .reference import ReferenceOracle
+
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("this grading session is closed")
+            if module not in self._oracles:
+                self._oracles[module] = ReferenceOracle(module)
+            return self._oracles[module]
+
+    def warm(self, backend: str = "local", rubric: str | Path | None = None, module: str | None = None) -> None:
+        """Start the sandbox now and, in the background, the rubric's reference worker: their
+        interpreters boot while the caller does its own imports. Errors surface when grading."""
+        from .errors import GraderError
+
+        try:
+            sandbox = self.sandbox(backend)
+            if isinstance(sandbox, Startable):
+                sandbox.start()
+        except GraderError:
+            pass  # an unavailable backend: grading itself says so, with the fix
+
+        def start_oracle() -> None:
+            try:
+                from .rubric import load_rubric
+
+                self.oracle(load_rubric(rubric, module=module).module).start()
+            except Exception:  # the grader made for this rubric reports the problem properly
+                pass
+
+        threading.Thread(target=start_oracle, daemon=True).start()
+
+    def grader(self, rubric: Rubric | str | Path | None = None, *, module: str | None = None, backend: str = "local",
+               public_only: bool = False, seed: int | None = None) -> Grader:
+        """A grader for one rubric (default: the rubric of ``module``, or of the only installed
+        course module) on this session's sandbox and oracle; closing it closes nothing."""
+        from .pipeline import Grader
+        from .rubric import load_rubric
+
+        loaded = rubric if not isinstance(rubric, str | Path | None) else load_rubric(rubric, module=module)
+        return Grader(loaded, self.sandbox(backend), public_only=public_only, seed=seed,
+                      reference=self.oracle(loaded.module))
+
+    def grade(self, path: str | Path, rubric: Rubric | str | Path | None = None, **options: object) -> GradeReport:
+        """Grade one file: ``Session().grade("nb.ipynb")``."""
+        return self.grader(rubric, **options).grade(path)  # type: ignore[arg-type]
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            sandboxes, oracles = list(self._sandboxes.values()), list(self._oracles.values())
+            self._sandboxes.clear()
+            self._oracles.clear()
+        for sandbox in sandboxes:
+            if isinstance(sandbox, Startable):
+                sandbox.close()
+        for oracle in oracles:
+            oracle.close()
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,110 @@
+"""The local sandbox's result stream, fed hostile bytes: whatever reaches the host's parser, it
+never writes a file outside the rules, never accepts a second or late self-test, and never
+buffers more than one capped record."""
+
+from __future__ import annotations
+
+import json
+import struct
+from pathlib import Path
+
+import pytest
+
+from grader.sandbox.stream import MAX_OUTPUT_FILE, MAX_SELFTEST, OutputStream, write_outputs
+
+CAP = 4 * 1024 * 1024
+
+
+def selftest(report: object) -> bytes:
+    body = json.dumps(report).encode()
+    return b"T" + struct.pack(">I", len(body)) + body
+
+
+def file_record(name: str | bytes, data: bytes, size: int | None = None) -> bytes:
+    raw = name.encode() if isinstance(name, str) else name
+    return b"F" + struct.pack(">H", len(raw)) + raw + struct.pack(">I", len(data) if size is None else size) + data
+
+
+GOOD_TEST = selftest({"mode": "namespaces", "verified": ["non-root-uid"], "ok": True})
+
+
+def feed(*chunks: bytes, bytewise: bool = False) -> OutputStream:
+    stream = OutputStream(max_total=CAP)
+    for chunk in chunks:
+        if bytewise:
+            for i in range(len(chunk)):
+                stream.feed(chunk[i:i + 1])
+        else:
+            stream.feed(chunk)
+    return stream
+
+
+def test_a_well_formed_stream_split_anywhere_is_read_whole() -> None:
+    data = GOOD_TEST + b"I" + file_record("import.json", b"{}") + file_record("emb_shape/out.npy", b"\x93NUMPY") + b"E"
+    stream = feed(data, bytewise=True)
+    assert stream.ended and not stream.broken and stream.imported
+    assert stream.selftest == {"mode": "namespaces", "verified": ["non-root-uid"], "ok": True}
+    assert stream.files == {"import.json": b"{}", "emb_shape/out.npy": b"\x93NUMPY"}
+
+
+@pytest.mark.parametrize("forged", [
+    pytest.param(GOOD_TEST + GOOD_TEST, id="second-selftest"),
+    pytest.param(b"I" + GOOD_TEST, id="selftest-after-import"),
+    pytest.param(GOOD_TEST + file_record("import.json", b"{}") + GOOD_TEST, id="selftest-after-a-file"),
+    pytest.param(selftest(["not", "a", "dict"]), id="selftest-not-an-object"),
+    pytest.param(b"T" + struct.pack(">I", 3) + b"{x}", id="selftest-not-json"),
+    pytest.param(b"T" + struct.pack(">I", MAX_SELFTEST + 1), id="selftest-too-large"),
+    pytest.param(b"Z", id="unknown-record"),
+])
+def test_forged_selftest_or_unknown_records_break_the_stream(forged: bytes) -> None:
+    stream = feed(forged + file_record("import.json", b"{}") + b"E")
+    assert stream.broken and not stream.files
+    assert stream.selftest in (None, {"mode": "namespaces", "verified": ["non-root-uid"], "ok": True})
+
+
+@pytest.mark.parametrize("name", ["../escape.json", "/etc/passwd", "a/b/c.json", ".hidden", "emb/..", "", "x" * 200,
+                                  "bad\nname", "emb_shape/", "caf\u00e9.json"])
+def test_names_outside_the_whitelist_break_the_stream(name: str) -> None:
+    stream = feed(GOOD_TEST + file_record(name.encode("utf-8"), b"data") + b"E")
+    assert stream.broken and not stream.files
+
+
+def test_repeated_name_breaks_the_stream() -> None:
+    stream = feed(GOOD_TEST + file_record("import.json", b"1") + file_record("import.json", b"2") + b"E")
+    assert stream.broken and not stream.files
+
+
+def test_huge_records_are_refused_before_they_are_buffered() -> None:
+    """A header announcing 4 GiB, or more than the job's total, breaks the stream at once: the
+    parser never waits to buffer it."""
+    for size in (0xFFFFFFFF, MAX_OUTPUT_FILE + 1, CAP + 1):
+        stream = feed(GOOD_TEST + file_record("import.json", b"", size=size))
+        assert stream.broken, size
+        assert len(stream.buf) == 0
+    stream = feed(GOOD_TEST + b"F" + struct.pack(">H", 0xFFFF))
+    assert stream.broken
+
+
+def test_many_small_records_over_the_total_cap_break_the_stream() -> None:
+    chunk = b"x" * (1024 * 1024)
+    records = b"".join(file_record(f"f{i}.npy", chunk) for i in range(5))
+    stream = feed(GOOD_TEST + records + b"E")
+    assert stream.broken and not stream.files
+
+
+def test_bytes_after_the_end_are_ignored() -> None:
+    stream = feed(GOOD_TEST + file_record("import.json", b"{}") + b"E" + file_record("late.json", b"forged"))
+    assert stream.ended and set(stream.files) == {"import.json"}
+
+
+def test_outputs_are_written_without_following_links(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (out / "emb_shape").symlink_to(victim)
+    (out / "import.json").symlink_to(victim / "planted.json")
+    problems = write_outputs({"emb_shape/x.npy": b"1", "import.json": b"{}", "grad_sparse/y.npy": b"2"}, out)
+    assert len(problems) == 2, problems
+    assert list(victim.iterdir()) == []
+    assert (out / "grad_sparse" / "y.npy").read_bytes() == b"2"

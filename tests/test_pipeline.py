@@ -1,0 +1,232 @@
+"""End to end on the local backend: golden reports for every bundled submission, isolation of
+checks, and attempts to change a verdict from inside the student's process."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from rich.console import Console
+
+from grader import Grader, GradeReport
+from grader.report import render
+
+from .conftest import SUBMISSIONS, code_cells, fast_rubric_file, write_notebook
+
+GOLDEN = Path(__file__).parent / "golden"
+SUBMISSION_FILES = sorted(p for p in SUBMISSIONS.iterdir() if p.suffix in (".ipynb", ".py"))
+
+
+def normalized(report: GradeReport) -> dict[str, Any]:
+    """The report without timings and machine-specific sandbox details."""
+    data = report.model_dump(mode="json")
+    for check in data["checks"]:
+        check.pop("duration_ms")
+        check["figures"] = [f"{f['name']}: {len(f['got'])}x{len(f['got'][0])}" for f in check["figures"]]
+    data["backend"] = {"name": data["backend"]["name"], "label": data["backend"]["label"]}
+    data.pop("grader_version")
+    return data
+
+
+@pytest.mark.parametrize("path", SUBMISSION_FILES, ids=[p.stem for p in SUBMISSION_FILES])
+def test_golden_report(grader_local: Grader, path: Path) -> None:
+    """Each bundled submission gets exactly the verdicts and feedback recorded in tests/golden.
+
+    Regenerate after an intended change with UPDATE_GOLDEN=1, then review the diff.
+    """
+    got = normalized(grader_local.grade(path))
+    golden = GOLDEN / f"{path.name}.json"
+    if os.environ.get("UPDATE_GOLDEN"):
+        golden.write_text(json.dumps(got, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    assert got == json.loads(golden.read_text(encoding="utf-8"))
+
+
+def test_correct_submissions_get_full_marks_and_each_bug_loses_points(grader_local: Grader) -> None:
+    for path in SUBMISSION_FILES:
+        report = grader_local.grade(path)
+        if path.name.startswith("correct"):
+            assert report.score == report.max_score == 100, path.name
+        else:
+            assert report.score < 100, path.name
+
+
+def test_same_input_same_report_apart_from_timings(grader_local: Grader) -> None:
+    path = SUBMISSIONS / "bug_sin_exponent.ipynb"
+    assert normalized(grader_local.grade(path)) == normalized(grader_local.grade(path))
+
+
+@pytest.fixture(scope="module")
+def fast_rubric(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return fast_rubric_file(tmp_path_factory.mktemp("rubric"), 1, 5, 120)
+
+
+@pytest.fixture(scope="module")
+def fast_grader(fast_rubric: Path) -> Iterator[Grader]:
+    with Grader(fast_rubric, "local") as g:
+        yield g
+
+
+def variant(tmp_path: Path, name: str, extra: str, base: str = "correct_tinytorch.ipynb") -> Path:
+    """The base submission plus one more code cell, which runs after all the others."""
+    return write_notebook(tmp_path / name, [*code_cells(SUBMISSIONS / base), extra])
+
+
+def statuses(report: GradeReport) -> dict[str, str]:
+    return {c.id: c.status for c in report.checks}
+
+
+def test_a_hang_in_one_check_does_not_sink_the_others(fast_grader: Grader, tmp_path: Path) -> None:
+    path = variant(tmp_path, "hang.ipynb", (
+        "def _hang(*args, **kwargs):\n    while True:\n        pass\n"
+        "np.sin = _hang\n"))
+    got = statuses(fast_grader.grade(path))
+    assert got["sin_pos0"] == got["sin_values"] == "timeout"
+    assert got["emb_lookup"] == got["grad_accumulate"] == got["pe_grad"] == "passed"
+
+
+@pytest.mark.parametrize(
+    ("attack", "expected"),
+    [
+        pytest.param("import sys\nEmbedding.forward = lambda self, x: sys.exit(0)", "error", id="sys-exit"),
+        pytest.param("import os\nEmbedding.forward = lambda self, x: os._exit(0)", "crashed", id="os-exit"),
+        pytest.param("def _boom(self, x):\n    raise KeyboardInterrupt\nEmbedding.forward = _boom", "error",
+                     id="keyboard-interrupt"),
+        pytest.param("import numpy as np\nnp.allclose = lambda *a, **k: True\nnp.array_equal = lambda *a, **k: True\n"
+                     "np.testing.assert_allclose = lambda *a, **k: None\n"
+                     "Embedding.forward = lambda self, x: Tensor(np.zeros(x.shape + (self.weight.shape[1],)))",
+                     "failed", id="monkeypatched-numpy"),
+        pytest.param("class _Eq:\n    shape = (2, 2)\n    data = property(lambda s: s)\n"
+                     "    def __eq__(self, o):\n        return True\n"
+                     "    def __array__(self, *a, **k):\n        raise TypeError('no')\n"
+                     "Embedding.forward = lambda self, x: _Eq()", "error", id="always-equal-object"),
+    ],
+)
+def test_student_process_cannot_change_a_verdict(fast_grader: Grader, tmp_path: Path, attack: str, expected: str) -> None:
+    report = fast_grader.grade(variant(tmp_path, "attack.ipynb", attack))
+    got = statuses(report)
+    assert got["emb_lookup"] == expected
+    assert got["sin_values"] == "passed"  # untouched checks still pass
+    assert report.score < 100
+
+
+def test_exit_at_import_time_fails_every_check_clearly(fast_grader: Grader, tmp_path: Path) -> None:
+    # ``np.x = ...`` changes a name the targets need, so it is kept and runs at definition time
+    report = fast_grader.grade(variant(tmp_path, "exit.ipynb", "import os\nnp.x = os._exit(0)\n"))
+    assert report.score == 0
+    assert all(c.status == "crashed" for c in report.checks)
+    assert "os._exit at top level" in report.checks[0].message
+
+
+def test_missing_target_is_not_gradable_and_others_still_run(grader_local: Grader, tmp_path: Path) -> None:
+    cells = [c for c in code_cells(SUBMISSIONS / "correct_tinytorch.ipynb") if "class PositionalEncoding" not in c]
+    report = grader_local.grade(write_notebook(tmp_path / "nope.ipynb", cells))
+    got = statuses(report)
+    assert got["pe_broadcast"] == got["pe_grad"] == got["pe_too_long"] == "not_gradable"
+    assert "PositionalEncoding is not defined" in {c.id: c for c in report.checks}["pe_broadcast"].message
+    assert got["emb_lookup"] == got["sin_values"] == "passed"
+
+
+# ---- notebooks as students write them: run top to bottom, the last definition wins -------------
+
+CELLS = code_cells(SUBMISSIONS / "correct_tinytorch.ipynb")
+EMBEDDING_CELL = next(i for i, c in enumerate(CELLS) if "class Embedding:" in c)
+LOOKUP = "rows = self.weight.data[ids.astype(int)]"
+BUGGY_EMBEDDING = CELLS[EMBEDDING_CELL].replace(LOOKUP, "rows = self.weight.data[ids.astype(int) * 0]")
+
+
+def with_cells(tmp_path: Path, name: str, cells: list[str]) -> Path:
+    return write_notebook(tmp_path / name, cells)
+
+
+def test_a_bug_fixed_in_a_later_cell_is_graded_as_fixed_with_a_note(grader_local: Grader, tmp_path: Path) -> None:
+    cells = [*CELLS[:EMBEDDING_CELL], BUGGY_EMBEDDING, *CELLS[EMBEDDING_CELL:]]
+    report = grader_local.grade(with_cells(tmp_path, "fixed.ipynb", cells))
+    assert report.score == 100
+    note = (f"Embedding is defined more than once (cells {EMBEDDING_CELL + 1}, {EMBEDDING_CELL + 2}); as when the "
+            f"notebook runs from top to bottom, the last definition (cell {EMBEDDING_CELL + 2}) is the one graded")
+    assert report.extraction.notes == (note,)
+    out = io.StringIO()
+    render(report, Console(file=out, width=400))
+    assert f"note: {note}" in out.getvalue()  # the student sees it
+
+
+def test_a_bug_introduced_in_a_later_cell_is_what_gets_graded(grader_local: Grader, tmp_path: Path) -> None:
+    cells = [*CELLS[:EMBEDDING_CELL + 1], BUGGY_EMBEDDING, *CELLS[EMBEDDING_CELL + 1:]]
+    got = statuses(grader_local.grade(with_cells(tmp_path, "broken_later.ipynb", cells)))
+    assert got["emb_lookup"] == "failed" and got["sin_values"] == "passed"
+
+
+def test_a_definition_that_failed_but_was_replaced_does_not_count(grader_local: Grader, tmp_path: Path) -> None:
+    failing = "class Embedding:\n    size = undefined_name\n"  # NameError while the class is created
+    cells = [*CELLS[:EMBEDDING_CELL], failing, *CELLS[EMBEDDING_CELL:]]
+    report = grader_local.grade(with_cells(tmp_path, "superseded.ipynb", cells))
+    assert report.score == 100
+    assert any("undefined_name" in e for e in report.extraction.import_errors)  # still reported
+    last_fails = grader_local.grade(with_cells(tmp_path, "last_fails.ipynb", [*CELLS, failing]))
+    assert statuses(last_fails)["emb_lookup"] == "error"
+    assert "defining Embedding failed" in last_fails.checks[0].message
+
+
+def test_statements_that_complete_a_class_are_graded_with_it(grader_local: Grader, tmp_path: Path) -> None:
+    embedding = CELLS[EMBEDDING_CELL]
+    call = "    def __call__(self, indices: Tensor) -> Tensor:\n        return self.forward(indices)\n"
+    assert call in embedding
+    start = embedding.index("    def forward(")
+    forward = textwrap.dedent(embedding[start:embedding.index(call)])
+    stripped = embedding.replace(call, "").replace(embedding[start:embedding.index(call)], "")
+    later = (f"{forward}\n"
+             "def _call(self, indices):\n    return self.forward(indices)\n\n"
+             "Embedding.forward = forward\nsetattr(Embedding, '__call__', _call)\n")
+    cells = [*CELLS[:EMBEDDING_CELL], stripped, later, *CELLS[EMBEDDING_CELL + 1:]]
+    report = grader_local.grade(with_cells(tmp_path, "completed.ipynb", cells))
+    assert report.score == 100, [c.message for c in report.checks if c.status != "passed"]
+
+
+def test_a_helper_redefined_later_is_the_one_methods_call(grader_local: Grader, tmp_path: Path) -> None:
+    uses_helper = CELLS[EMBEDDING_CELL].replace(LOOKUP, "rows = _gather(self.weight.data, ids)")
+    cells = [*CELLS[:EMBEDDING_CELL], "def _gather(table, ids):\n    return table[ids.astype(int) * 0]\n",
+             uses_helper, "def _gather(table, ids):\n    return table[ids.astype(int)]\n", *CELLS[EMBEDDING_CELL + 1:]]
+    assert grader_local.grade(with_cells(tmp_path, "helper.ipynb", cells)).score == 100
+    cells[EMBEDDING_CELL], cells[EMBEDDING_CELL + 2] = cells[EMBEDDING_CELL + 2], cells[EMBEDDING_CELL]
+    assert statuses(grader_local.grade(with_cells(tmp_path, "helper2.ipynb", cells)))["emb_lookup"] == "failed"
+
+
+def test_hostile_cells_cost_only_themselves(grader_local: Grader, tmp_path: Path) -> None:
+    hostile = [
+        "def f(a, a):\n    pass\n",                      # symtable's SyntaxError
+        "x = " + "-" * 100_000 + "1\n",                  # MemoryError in the parser
+        "y = " + "+".join(["1"] * 100_000) + "\n",       # RecursionError building the AST
+        "!echo \ud800 \x1b[2J\n",                         # a lone surrogate and a terminal escape
+        "z = 1\x00\n",                                    # a NUL character (valid JSON: \u0000)
+    ]
+    report = grader_local.grade(with_cells(tmp_path, "hostile.ipynb", [*CELLS, *hostile]))
+    assert report.score == 100
+    first = len(CELLS) + 1
+    assert [e.cell for e in report.extraction.syntax_errors] == [first, first + 1, first + 2, first + 4]
+    json.loads(report.model_dump_json())  # every string in it can be stored
+
+
+def test_one_file_that_breaks_the_grader_does_not_stop_the_others(
+        grader_local: Grader, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from grader.intake import read_submission as real
+
+    def read(path: Path, *args: Any, **kwargs: Any) -> Any:
+        if Path(path).name == "evil.ipynb":
+            raise IndexError("tuple index out of range")  # stands for any bug a crafted file could hit
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr("grader.pipeline.read_submission", read)
+    evil = with_cells(tmp_path, "evil.ipynb", ["x = 1"])
+    broken = tmp_path / "broken.ipynb"
+    broken.write_text("{")
+    paths = [SUBMISSIONS / "correct_tinytorch.ipynb", evil, broken, SUBMISSIONS / "bug_sin_exponent.ipynb"]
+    outcomes = [outcome for _, outcome in grader_local.grade_many(paths)]
+    assert isinstance(outcomes[0], GradeReport) and isinstance(outcomes[3], GradeReport)
+    assert str(outcomes[1]) == "evil.ipynb: internal grader error, please report it: IndexError: tuple index out of range"
+    assert str(outcomes[2]).startswith("broken.ipynb: not valid JSON")

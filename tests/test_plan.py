@@ -1,0 +1,82 @@
+"""Plan: rubric + seed -> the Job the sandbox runs. Fixed inputs for visible checks, seeded inputs
+for the others, and nothing in the Job that would tell the student's code the answers."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from grader import modules
+from grader.harness.probes import encode_inputs
+from grader.plan import Job, PlannedCheck, plan, submission_seed
+from grader.rubric import Rubric, load_rubric
+
+
+@pytest.fixture(scope="module")
+def rubric() -> Rubric:
+    return load_rubric()
+
+
+def inputs_by_check(job: Job) -> dict[str, str]:
+    return {c.id: json.dumps(c.inputs, sort_keys=True) for c in job.checks}
+
+
+def test_visible_checks_get_the_same_inputs_whatever_the_seed(rubric: Rubric) -> None:
+    a, b = inputs_by_check(plan(rubric, rubric.checks, 1)), inputs_by_check(plan(rubric, rubric.checks, 2))
+    visible = [c.id for c in rubric.checks if c.public]
+    assert visible and all(a[i] == b[i] for i in visible)
+
+
+def test_other_checks_draw_new_inputs_from_each_seed(rubric: Rubric) -> None:
+    others = [c.id for c in rubric.checks if not c.public]
+    assert others
+    seen = [inputs_by_check(plan(rubric, rubric.checks, seed)) for seed in (1, 2, 3)]
+    for check_id in others:
+        assert len({s[check_id] for s in seen}) == 3, check_id
+
+
+def test_the_same_seed_plans_the_same_job(rubric: Rubric) -> None:
+    assert plan(rubric, rubric.checks, 7) == plan(rubric, rubric.checks, 7)
+
+
+def test_the_sandbox_decodes_exactly_the_inputs_the_probes_made(rubric: Rubric) -> None:
+    probes = modules.get(rubric.module).load_probes()
+    for check in plan(rubric, rubric.checks, 5).checks:
+        made = probes[check.probe].make_inputs(np.random.default_rng(0))  # for the names and types
+        decoded = check.decoded()
+        assert encode_inputs(decoded) == check.inputs, check.id
+        assert set(decoded) == set(made), check.id
+        for name, value in decoded.items():
+            assert type(value) is type(made[name]), (check.id, name)
+            if isinstance(value, np.ndarray):
+                assert (value.dtype, value.ndim) == (made[name].dtype, made[name].ndim), (check.id, name)
+
+
+def test_only_the_chosen_checks_are_planned_in_rubric_order(rubric: Rubric) -> None:
+    chosen = rubric.select(public_only=True)
+    job = plan(rubric, chosen, 3)
+    assert [c.id for c in job.checks] == [c.id for c in chosen]
+    assert all(c.visible for c in job.checks)
+    assert [c.timeout_s for c in job.checks] == [c.timeout_s for c in chosen]
+    assert (job.import_timeout_s, job.total_timeout_s) == (rubric.import_timeout_s, rubric.total_timeout_s)
+
+
+def test_the_job_holds_no_expected_value_and_hides_the_seed_from_numpy(rubric: Rubric) -> None:
+    """Only probe names and inputs cross into the sandbox; the numpy seed is derived, not the seed."""
+    assert set(Job.model_fields) == {"module", "probes", "seed", "numpy_seed", "parallel", "import_timeout_s",
+                                     "total_timeout_s", "checks"}
+    assert set(PlannedCheck.model_fields) == {"id", "probe", "timeout_s", "inputs", "visible"}
+    job = plan(rubric, rubric.checks, 9)
+    assert "expected" not in job.model_dump_json()
+    assert job.numpy_seed != job.seed and plan(rubric, rubric.checks, 10).numpy_seed != job.numpy_seed
+
+
+def test_the_submission_seed_depends_on_the_file_and_the_course_secret(monkeypatch: pytest.MonkeyPatch) -> None:
+    sha_a, sha_b = "a" * 64, "b" * 64
+    monkeypatch.setenv("GRADER_SEED_SECRET", "course one")
+    first = submission_seed(sha_a)
+    assert submission_seed(sha_a) == first and submission_seed(sha_b) != first
+    monkeypatch.setenv("GRADER_SEED_SECRET", "course two")
+    assert submission_seed(sha_a) != first

@@ -1,0 +1,156 @@
+"""Course modules are units: a second one (tests/units/toy_relu, grading a ``relu`` function)
+plugs in through the same entry point as module 11 and is graded end to end, with no change to
+shared code; and the core names no module and has no import circle."""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from grader import modules
+from grader.errors import ModuleUnitError
+from grader.sandbox import bundle
+from grader.session import Session
+
+from .conftest import ROOT, write_notebook
+
+TOY = Path(__file__).resolve().parent / "units" / "toy_relu"
+CORRECT = "import numpy as np\n\ndef relu(x):\n    return np.where(x > 0, x, 0.0)\n"
+WRONG_SIDE = "import numpy as np\n\ndef relu(x):\n    return np.minimum(x, 0)\n"
+IN_PLACE = "def relu(x):\n    x[x < 0] = 0\n    return x\n"
+
+
+def _clear_caches() -> None:
+    modules.installed.cache_clear()
+    bundle.ensure_bundle.cache_clear()
+
+
+@pytest.fixture(scope="module")
+def toy_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The toy unit installed as a course's own distribution would be: a package and a dist-info
+    whose entry point names it."""
+    site = tmp_path_factory.mktemp("site")
+    shutil.copytree(TOY, site / "toy_relu", ignore=shutil.ignore_patterns("__pycache__"))
+    info = site / "toy_relu-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: toy-relu\nVersion: 0.1\n", encoding="utf-8")
+    (info / "entry_points.txt").write_text(f"[{modules.GROUP}]\nrelu = toy_relu:UNIT\n", encoding="utf-8")
+    sys.path.insert(0, str(site))
+    _clear_caches()
+    yield site
+    sys.path.remove(str(site))
+    for name in [m for m in sys.modules if m == "toy_relu" or m.startswith("toy_relu.")]:
+        del sys.modules[name]
+    _clear_caches()
+
+
+def _notebook(tmp: Path, name: str, source: str) -> Path:
+    return write_notebook(tmp / f"{name}.ipynb", [source])
+
+
+def test_the_toy_unit_is_discovered_through_the_entry_point(toy_site: Path) -> None:
+    units = modules.installed()
+    assert units["relu"].package == "toy_relu" and units["relu"].root == toy_site / "toy_relu"
+    with pytest.raises(ModuleUnitError, match=r"several course modules are installed .*--module"):
+        modules.default()
+
+
+@pytest.mark.parametrize("backend", ["local", pytest.param("docker", marks=pytest.mark.docker)])
+def test_the_toy_unit_is_graded_end_to_end(toy_site: Path, tmp_path: Path, backend: str) -> None:
+    with Session() as session:
+        correct = session.grade(_notebook(tmp_path, "correct", CORRECT), module="relu", backend=backend)
+        wrong = session.grade(_notebook(tmp_path, "wrong_side", WRONG_SIDE), module="relu", backend=backend)
+        in_place = session.grade(_notebook(tmp_path, "in_place", IN_PLACE), module="relu", backend=backend)
+    assert (correct.rubric_id, correct.score, correct.max_score) == ("toy-relu", 10, 10)
+    checks = {c.id: c for c in wrong.checks}
+    assert checks["relu_values"].status == "failed"
+    assert "Likely cause: the positive values were set to 0 instead of the negative ones" in checks["relu_values"].detail
+    assert {c.id: c.status for c in in_place.checks} == {"relu_values": "passed", "relu_keeps_input": "failed"}
+
+
+def test_the_command_line_chooses_among_installed_modules(toy_site: Path, tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(toy_site), "GRADER_NO_DAEMON": "1"}
+    nb = _notebook(tmp_path, "correct", CORRECT)
+    ambiguous = subprocess.run([sys.executable, "-m", "grader.cli", "grade", str(nb)], env=env,
+                               capture_output=True, text=True, timeout=120)
+    assert ambiguous.returncode == 2 and "several course modules are installed" in ambiguous.stderr
+    assert "Traceback" not in ambiguous.stderr
+    chosen = subprocess.run([sys.executable, "-m", "grader.cli", "grade", "--module", "relu", str(nb),
+                             "--json", str(tmp_path / "r.json")], env=env, capture_output=True, text=True, timeout=120)
+    assert chosen.returncode == 0, chosen.stderr
+    assert json.loads((tmp_path / "r.json").read_text())["score"] == 10
+
+
+def test_the_core_names_no_course_module() -> None:
+    """Module 11's name and number appear only inside its own unit (grader/modules/embeddings)."""
+    found = []
+    for path in sorted((ROOT / "grader").rglob("*")):
+        if path.suffix not in (".py", ".toml", ".html", ".j2") or "modules/embeddings" in path.as_posix():
+            continue
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if re.search(r"embeddings|11_", line):
+                found.append(f"{path.relative_to(ROOT)}:{n}: {line.strip()}")
+    assert found == []
+
+
+def _imports(path: Path, package: str) -> set[str]:
+    """Modules of ``package`` that ``path`` imports, anywhere in it (lazy imports included)."""
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    pkg = parts[:-1]  # a relative import is resolved in the folder of the file, __init__.py included
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name.split(".")[0] == package}
+        elif isinstance(node, ast.ImportFrom):
+            base = list(pkg[:len(pkg) - node.level + 1]) if node.level else []
+            target = ".".join([*base, *(node.module.split(".") if node.module else [])])
+            if target.split(".")[0] == package:
+                found.add(target)
+                found |= {f"{target}.{a.name}" for a in node.names}
+    return found
+
+
+def test_there_is_no_import_circle_in_the_grader() -> None:
+    files = {".".join(p.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__"): p
+             for p in (ROOT / "grader").rglob("*.py")}
+    graph = {name: {t for t in _imports(path, "grader") if t in files and t != name} for name, path in files.items()}
+    # a package's __init__ that only re-exports is part of the package: edges into it from its own
+    # submodules are the package importing itself, not a circle
+    graph = {name: {t for t in targets if not name.startswith(t + ".")} for name, targets in graph.items()}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    circles: list[list[str]] = []
+
+    def visit(node: str) -> None:  # Tarjan's strongly connected components
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for nxt in graph[node]:
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                top = stack.pop()
+                component.append(top)
+                if top == node:
+                    break
+            if len(component) > 1:
+                circles.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    assert circles == []
