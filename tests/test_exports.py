@@ -240,7 +240,7 @@ def test_gradescope_results_json_per_submission_with_visibility_per_check(book: 
     assert tests["sin_values"]["output"].startswith("Called: f()\nout: differs")
     assert tests["grad_batch"]["visibility"] == "hidden" and "details are not shown" in tests["grad_batch"]["output"]
     assert tests["emb_shape"] == {"score": 4.0, "max_score": 4.0, "status": "passed",
-                                  "name": "emb_shape: Embedding output shapes for 1-D and 2-D ids",
+                                  "name": "emb_shape: Embedding output shapes for 1-D, 2-D and empty ids",
                                   "name_format": "text", "number": "1", "output": "", "output_format": "text",
                                   "tags": ["emb_shape"], "visibility": "visible"}
     assert SECRET not in json.dumps(files)

@@ -317,7 +317,7 @@ def test_summary_counts_pass_rates_histogram_and_warns_on_a_check_nearly_everyon
     assert sum(summary["histogram"]["counts"]) == 5 and len(summary["histogram"]["edges"]) == 11
     assert any(w.startswith("emb_xavier: 5 of 5 graded submissions fail it") for w in summary["warnings"])
     assert any("could not be graded" in w for w in summary["warnings"])
-    assert summary["visibility"] == {"visible": 26, "hidden": 1, "after_due_date": 1}
+    assert summary["visibility"] == {"visible": 28, "hidden": 1, "after_due_date": 1}
 
 
 def test_top_failure_causes_group_variants_that_differ_only_in_numbers(rubric: Rubric) -> None:

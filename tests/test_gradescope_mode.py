@@ -65,7 +65,7 @@ def test_graded_submission_gives_gradescope_results(tmp_path: Path) -> None:
     code, results = run_mode(autograder_root(tmp_path))
     rubric = load_rubric()
     assert code == 0
-    assert results["score"] == 87.0
+    assert results["score"] == 88.0
     assert [t["visibility"] for t in results["tests"]] == [c.visibility for c in rubric.checks]
     assert sum(t["max_score"] for t in results["tests"]) == rubric.max_score
     tests = {t["tags"][0]: t for t in results["tests"]}

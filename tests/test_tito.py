@@ -144,7 +144,7 @@ def test_module_is_found_and_graded_with_the_public_checks(tmp_path: Path) -> No
     out = " ".join(run.stdout.split())  # rich wraps long lines
     assert "Grading module 11 embeddings: modules/11_embeddings/11_embeddings.ipynb" in out
     assert "emb_lookup ✔ passed 7/7" in out and "grad_batch ✔" not in out  # hidden checks need --hidden
-    assert "All 26 checks passed (94/94 points)" in out and "practice run" in out
+    assert "All 28 checks passed (94/94 points)" in out and "practice run" in out
     assert "STUB-UPSTREAM" not in run.stdout  # answered without running upstream's CLI
 
 
@@ -153,7 +153,7 @@ def test_through_upstreams_main_the_registered_command_grades(tmp_path: Path) ->
     run = tito("--verbose", "test", "--module", "11", cwd=checkout / "modules" / "11_embeddings")
     assert run.returncode == 0, run.stderr
     assert "STUB-UPSTREAM banner" in run.stdout  # upstream's main parsed the command line and dispatched
-    assert "All 26 checks passed" in " ".join(run.stdout.split())
+    assert "All 28 checks passed" in " ".join(run.stdout.split())
 
 
 def test_a_buggy_notebook_exits_1_with_feedback_and_hidden_adds_the_staff_checks(tmp_path: Path) -> None:
@@ -163,12 +163,12 @@ def test_a_buggy_notebook_exits_1_with_feedback_and_hidden_adds_the_staff_checks
     out = " ".join(run.stdout.split())
     assert "grad_accumulate ✘ failed 0/8" in out
     assert "Likely cause: row 0 received 1x the gradient instead of 2x" in out
-    assert "2 of 26 checks did not pass (83/94 points)" in out
+    assert "2 of 28 checks did not pass (83/94 points)" in out
 
     staff = tito("test", "--module", "11_embeddings", "--hidden", cwd=checkout)
     assert staff.returncode == 1, staff.stderr
     out = " ".join(staff.stdout.split())
-    assert "3 of 28 checks did not pass (86/100 points)" in out
+    assert "3 of 30 checks did not pass (86/100 points)" in out
     assert "grad_batch ✘ failed" in out and "details are not shown" not in out
 
 
@@ -211,7 +211,7 @@ def test_without_tinytorch_the_command_still_works_on_its_own(tmp_path: Path) ->
     notebook = shutil.copyfile(SUBMISSIONS / "correct_alt_style.ipynb", tmp_path / "mine.ipynb")
     run = tito("test", "--module", "embeddings", "--notebook", notebook, cwd=tmp_path)
     assert run.returncode == 0, run.stderr
-    assert "All 26 checks passed" in " ".join(run.stdout.split())
+    assert "All 28 checks passed" in " ".join(run.stdout.split())
     positional = tito("test", "11", cwd=tmp_path)
     assert positional.returncode == 2 and "tito test --module NAME" in " ".join(positional.stderr.split())
     other = tito("status", cwd=tmp_path)
