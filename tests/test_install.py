@@ -114,8 +114,8 @@ def assert_uninstalled(venv: Venv) -> None:
     """No code, hook or metadata of the grader is left. (pytest's own rewritten copies of a plugin's
     modules, ``__pycache__/*-pytest-*.pyc``, stay behind, as for every pytest plugin.)"""
     site = venv.site_packages
-    left = [p for p in site.rglob("*") if "grader" in p.name and p.is_file() or p.suffix in (".py", ".pth")
-            and "grader" in str(p.relative_to(site))]
+    left = [p for p in site.rglob("*") if ("grader" in p.name and p.is_file()) or (p.suffix in (".py", ".pth")
+            and "grader" in str(p.relative_to(site)))]
     assert not left, f"pip uninstall left {left}"
 
 
