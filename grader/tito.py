@@ -30,7 +30,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from .sandbox import BACKENDS
+from .edition import BACKENDS
 
 if TYPE_CHECKING:
     from rich.console import Console
