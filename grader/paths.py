@@ -24,8 +24,13 @@ def harness_parent() -> Path:
 
 
 def cache_root() -> Path:
-    """Per-user cache: sandbox bundles, compiled schemas, expected outputs."""
-    return Path(os.environ.get("GRADER_CACHE") or Path.home() / ".cache" / "tinytorch-grader")
+    """Per-user cache: sandbox bundles, compiled schemas, expected outputs, the daemon's socket.
+    ``GRADER_CACHE``, else ``tinytorch-grader`` in the user's cache directory (``XDG_CACHE_HOME``,
+    by default ``~/.cache``): nothing in the working directory, the checkout or site-packages."""
+    explicit = os.environ.get("GRADER_CACHE")
+    if explicit:
+        return Path(explicit)
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "tinytorch-grader"
 
 
 def expected_cache_dir() -> Path:

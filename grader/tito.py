@@ -83,6 +83,8 @@ class GradeTestCommand:
                                   help="local: practice run (default); docker: the official sandbox")),
             (("--rubric",), dict(dest="grade_rubric", metavar="TOML", type=Path,
                                  help="rubric .toml (default: the bundled rubric of the module)")),
+            (("--verbose",), dict(dest="grade_verbose", action="store_true",
+                                  help="also say where the grader keeps its cache and its daemon's socket")),
         ]
         for flags, kwargs in options:
             try:
@@ -138,9 +140,28 @@ def grade_command(args: argparse.Namespace) -> int:
     except LocateError as e:
         errors.print(f"[red]error:[/] {escape(str(e))}", highlight=False)
         return EXIT_USAGE
+    use_daemon = getattr(args, "grade_use_daemon", True)
+    if getattr(args, "grade_verbose", False):
+        _say_where(errors, use_daemon)
     return run_request(tito_request(work, rubric, backend=getattr(args, "grade_backend", "local"),
                                     hidden=bool(getattr(args, "grade_hidden", False))),
-                       use_daemon=getattr(args, "grade_use_daemon", True))
+                       use_daemon=use_daemon)
+
+
+def _say_where(errors: Console, use_daemon: bool) -> None:
+    """Where this grader writes: its cache (sandbox bundle, expected outputs) and the daemon's socket."""
+    from . import daemon
+    from .paths import cache_root
+
+    socket = daemon.socket_path()
+    if not (use_daemon and daemon.enabled()):
+        state = "not used (GRADER_NO_DAEMON)"
+    elif socket.exists():
+        state = "a daemon is listening there"
+    else:
+        state = "none yet: one starts in the background after this run"
+    errors.print(f"grader cache: {cache_root()}", highlight=False, markup=False)
+    errors.print(f"grader daemon socket: {socket} ({state})", highlight=False, markup=False)
 
 
 def _resolve(module: str | None, notebook: Path | None, rubric: Path | None) -> tuple[ModuleWork, Path | None]:
