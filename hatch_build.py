@@ -6,6 +6,8 @@ and no module at all:
 
 - ``_tinytorch_grader_editable.pth``: a finder that maps the name ``grader`` (and only it) to the
   source tree, so ``tests``, ``benchmarks`` or ``reference`` of the checkout never become importable.
+  It comes last on ``sys.meta_path``: a ``grader`` on ``sys.path`` wins, as the sandbox bundle's
+  must in the sandbox and the reference worker.
   The runtime is read from the source tree (grader/paths.py).
 - the ``tito`` startup hook, as in the regular wheel.
 
@@ -28,7 +30,7 @@ from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 STARTUP_HOOK = ("packaging/tinytorch_grader_tito.pth", "tinytorch_grader_tito.pth")
 FINDER = (
     "import sys; any(type(f).__name__ == 'TinytorchGraderEditable' for f in sys.meta_path)"
-    " or sys.meta_path.insert(0, type('TinytorchGraderEditable', (), {{'find_spec': staticmethod("
+    " or sys.meta_path.append(type('TinytorchGraderEditable', (), {{'find_spec': staticmethod("
     "lambda name, path=None, target=None: __import__('importlib.machinery').machinery.PathFinder.find_spec(name, [{src!r}])"
     " if name == 'grader' else None)}})())\n"  # once, although site reads the .pth from lib and lib64
 )
