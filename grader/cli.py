@@ -7,7 +7,7 @@ import os
 import sys
 from pathlib import Path
 
-from .sandbox import BACKENDS
+from .edition import BACKENDS, STUDENT
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -26,26 +26,27 @@ def build_parser(grade_only: bool = False) -> argparse.ArgumentParser:
     g.add_argument("--public-only", action="store_true", help="run only the visible checks")
     g.add_argument("--seed", type=int, help="seed for the inputs of non-visible checks")
     g.add_argument("--staff", action="store_true", help="show full details of hidden checks too")
-    b = sub.add_parser("batch", help="grade a whole class: a folder, nbgrader submitted/, a Gradescope export, or a .zip")
-    b.add_argument("source", type=Path, help="folder or .zip of submissions")
-    b.add_argument("--out", type=Path, required=True, metavar="RESULTS_DIR", help="where results and reports go")
-    b.add_argument("--roster", type=Path, help="roster CSV (student ids, names, emails) for the exports")
-    b.add_argument("--workers", type=int, default=None, help="parallel sandboxes (default: number of cores)")
-    b.add_argument("--backend", choices=BACKENDS, default="local")
-    b.add_argument("--rubric", type=Path, help="rubric .toml (default: the installed course module's)")
-    b.add_argument("--force", action="store_true", help="regrade even submissions with an up-to-date result")
-    image = sub.add_parser("image", help="the Docker image of the official sandbox")
-    image_sub = image.add_subparsers(dest="image_command", required=True)
-    build = image_sub.add_parser("build", help="build the grading image (once per content hash)")
-    how = build.add_mutually_exclusive_group()
-    how.add_argument("--offline", action="store_true", help="debootstrap a Debian root filesystem (no registry)")
-    how.add_argument("--online", action="store_true", help="FROM python:3.11-slim, for machines that can pull")
-    build.add_argument("--force", action="store_true", help="rebuild even if the tag exists")
-    clean = sub.add_parser("cleanup", help="remove leftover grading containers")
-    clean.add_argument("--images", action="store_true", help="also remove grading images other than the current one")
+    if not STUDENT:  # the staff tools are not in the student package
+        b = sub.add_parser("batch", help="grade a whole class: a folder, nbgrader submitted/, a Gradescope export, or a .zip")
+        b.add_argument("source", type=Path, help="folder or .zip of submissions")
+        b.add_argument("--out", type=Path, required=True, metavar="RESULTS_DIR", help="where results and reports go")
+        b.add_argument("--roster", type=Path, help="roster CSV (student ids, names, emails) for the exports")
+        b.add_argument("--workers", type=int, default=None, help="parallel sandboxes (default: number of cores)")
+        b.add_argument("--backend", choices=BACKENDS, default="local")
+        b.add_argument("--rubric", type=Path, help="rubric .toml (default: the installed course module's)")
+        b.add_argument("--force", action="store_true", help="regrade even submissions with an up-to-date result")
+        image = sub.add_parser("image", help="the Docker image of the official sandbox")
+        image_sub = image.add_subparsers(dest="image_command", required=True)
+        build = image_sub.add_parser("build", help="build the grading image (once per content hash)")
+        how = build.add_mutually_exclusive_group()
+        how.add_argument("--offline", action="store_true", help="debootstrap a Debian root filesystem (no registry)")
+        how.add_argument("--online", action="store_true", help="FROM python:3.11-slim, for machines that can pull")
+        build.add_argument("--force", action="store_true", help="rebuild even if the tag exists")
+        clean = sub.add_parser("cleanup", help="remove leftover grading containers")
+        clean.add_argument("--images", action="store_true", help="also remove grading images other than the current one")
     d = sub.add_parser("daemon", help="the background grader that makes repeated `grader grade` runs fast")
     d.add_argument("action", choices=["stop"], help="stop: end this configuration's daemon now")
-    if not grade_only:
+    if not grade_only and not STUDENT:
         from .export.cli import add_export_parser
         from .gradescope_mode import add_gradescope_parser
         from .selftest.cli import add_selftest_parser

@@ -85,6 +85,10 @@ def _grade(request: GradeRequest, session: Session, console: Console, errors: Co
     except GraderError as e:  # the rubric or the sandbox itself: no file can be graded
         _error(errors, str(e))
         bad_input = True
+    from .edition import PRACTICE_NOTE, STUDENT
+
+    if STUDENT and reports:
+        console.print(f"[dim]{PRACTICE_NOTE}[/]")
     if request.json_out and reports:  # the reports of the files that were graded, whatever happened to the others
         write_json(reports, Path(request.json_out))
     if bad_input:
@@ -109,8 +113,12 @@ def _tito(request: GradeRequest, session: Session, console: Console, errors: Con
     from .locate import module_label, module_number
 
     label = request.label or module_label(module_number(grader.rubric.module), grader.rubric.module)
+    from .edition import PRACTICE_NOTE, STUDENT
+
     run_kind = "official run (docker sandbox)" if request.backend == "docker" else "practice run (local backend)"
     checks = "all checks, with staff feedback" if hidden else "the public checks"
+    if STUDENT:
+        checks, run_kind = "the public checks", PRACTICE_NOTE.removeprefix("practice run: the public checks, ")
     console.print(Panel(f"🧪 Grading [bold cyan]{escape(label)}[/]: [bold]{escape(request.display)}[/]\n"
                         f"[dim]{checks}; {run_kind}[/]", title="tito test --module", border_style="bright_cyan"))
     try:

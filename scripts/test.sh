@@ -17,6 +17,18 @@ fi
 if [ "$(id -u)" = 0 ] || [ "${GRADER_REQUIRE_SERVICES:-0}" = 1 ]; then
   bash .ci/services.sh
 fi
+# tests/test_install.py installs a real TinyTorch (MLSysBook/TinyTorch at 02364f8) beside the grader.
+# TINYTORCH_SOURCE names a checkout of it; else its tree is exported from a git mirror that holds that
+# commit (TINYTORCH_GIT, by default where this workplace's fetch tool keeps it); else those tests skip.
+if [ -z "${TINYTORCH_SOURCE:-}" ]; then
+  git_dir=${TINYTORCH_GIT:-/work/.mirror/MLSysBook+TinyTorch/repo}
+  if git --git-dir="$git_dir" cat-file -e '02364f8^{commit}' 2>/dev/null; then
+    TINYTORCH_SOURCE=$(mktemp -d)/TinyTorch
+    mkdir -p "$TINYTORCH_SOURCE"
+    git --git-dir="$git_dir" archive 02364f8 | tar -x -C "$TINYTORCH_SOURCE"
+    export TINYTORCH_SOURCE
+  fi
+fi
 .venv/bin/python -m ruff check grader tests
 .venv/bin/python -m mypy
 exec .venv/bin/python -m pytest "$@"
