@@ -60,9 +60,9 @@ def refresh(module: str) -> Path:
         out.mkdir()
         for check in job.checks:
             result = expected[check.id]
-            (out / f"{check.id}.json").write_text(ProbeRecord(
-                schema_version=SCHEMA, check=check.id, status="ok", facts=result.facts,
-                arrays=tuple(sorted(result.arrays))).model_dump_json(by_alias=True), encoding="utf-8")
+            record = ProbeRecord.model_validate({"schema": SCHEMA, "check": check.id, "status": "ok",
+                                                 "facts": result.facts, "arrays": tuple(sorted(result.arrays))})
+            (out / f"{check.id}.json").write_text(record.model_dump_json(by_alias=True), encoding="utf-8")
             if result.arrays:
                 (out / check.id).mkdir()
                 for name, array in sorted(result.arrays.items()):
