@@ -12,7 +12,13 @@ non-passing status. Only problems the *user of the grader* must fix raise.
     │   └── SandboxUnavailable  the requested backend is not available on this machine
     ├── HarnessProtocolError   the trusted reference run produced unusable output (judge stage)
     ├── RosterError            the class roster cannot be used at all (export, feedback)
-    └── SelftestError          a self-test's sources or reviewed file are unusable (grader selftest)
+    ├── SelftestError          a self-test's sources or reviewed file are unusable (grader selftest)
+    ├── StoreUnavailable       the service's database cannot be reached, even after retries
+    └── ServiceError           a service request that cannot be served (its HTTP status)
+        ├── NotFound           404
+        ├── Conflict           409
+        ├── Invalid            422
+        └── RateLimited        429
 
 Each also subclasses the builtin it resembles (``ValueError``, ``FileNotFoundError``,
 ``RuntimeError``), so callers that know nothing of the grader can still catch it.
@@ -59,3 +65,33 @@ class RosterError(GraderError, ValueError):
 
 class SelftestError(GraderError, ValueError):
     """A source to mutate or the reviewed equivalents file of ``grader selftest`` is unusable."""
+
+
+class StoreUnavailable(GraderError, ConnectionError):
+    """The database could not be reached, even after retries."""
+
+
+class ServiceError(GraderError):
+    """A request that cannot be served; ``status`` is its HTTP status."""
+
+    status = 400
+
+    def __init__(self, message: str, *, retry_after: int | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class NotFound(ServiceError):
+    status = 404
+
+
+class Conflict(ServiceError):
+    status = 409
+
+
+class Invalid(ServiceError):
+    status = 422
+
+
+class RateLimited(ServiceError):
+    status = 429
