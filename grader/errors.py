@@ -59,3 +59,14 @@ class RosterError(GraderError, ValueError):
 
 class SelftestError(GraderError, ValueError):
     """A source to mutate or the reviewed equivalents file of ``grader selftest`` is unusable."""
+
+
+def os_reason(e: OSError) -> str:
+    """An operating-system error in a few words, for a one-line message."""
+    if isinstance(e, IsADirectoryError):
+        return "it is a directory"
+    if isinstance(e, NotADirectoryError):
+        return "a part of the path is a file, not a folder"
+    if isinstance(e, PermissionError):
+        return "permission denied"
+    return (e.strerror or str(e)).lower()
