@@ -154,7 +154,7 @@ def _docker_admin(args: argparse.Namespace) -> int:
 
     from .errors import GraderError
 
-    errors = Console(stderr=True)
+    errors = Console(stderr=True, soft_wrap=True)
     try:
         if args.command == "image":
             from .image import build_image

@@ -11,7 +11,8 @@ non-passing status. Only problems the *user of the grader* must fix raise.
     ├── SandboxError           the sandbox could not be started or used (sandbox stage)
     │   └── SandboxUnavailable  the requested backend is not available on this machine
     ├── HarnessProtocolError   the trusted reference run produced unusable output (judge stage)
-    ├── RosterError            the class roster cannot be used at all (export, feedback)
+    ├── RosterError            the class roster cannot be used at all (batch, export, feedback)
+    ├── DateError              a release date (rubric, --due-date, --publish-date) cannot be read
     └── SelftestError          a self-test's sources or reviewed file are unusable (grader selftest)
 
 Each also subclasses the builtin it resembles (``ValueError``, ``FileNotFoundError``,
@@ -55,6 +56,10 @@ class HarnessProtocolError(GraderError, RuntimeError):
 
 class RosterError(GraderError, ValueError):
     """The roster file cannot be used at all (unreadable, no header, no student id column)."""
+
+
+class DateError(GraderError, ValueError):
+    """A release date that cannot be read (grader.visibility)."""
 
 
 class SelftestError(GraderError, ValueError):

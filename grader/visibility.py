@@ -16,12 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 
-from .errors import GraderError
+from .errors import DateError as DateError  # re-exported: callers of this module catch it
 from .models import Visibility
-
-
-class DateError(GraderError, ValueError):
-    """A release date that cannot be read."""
 
 
 def parse_date(text: str, what: str = "date") -> datetime:

@@ -20,7 +20,7 @@ EXIT_OK, EXIT_USAGE = 0, 2
 
 
 def batch(args: argparse.Namespace) -> int:
-    console, errors = Console(), Console(stderr=True)
+    console, errors = Console(), Console(stderr=True, soft_wrap=True)  # an error is one line, however long
     counts = {"failed checks": 0, "could not be graded": 0}
     progress = Progress(
         TextColumn("[bold]grading"), BarColumn(), MofNCompleteColumn(),
@@ -31,9 +31,9 @@ def batch(args: argparse.Namespace) -> int:
 
     def started(found: Discovery, todo: int) -> None:
         console.print(f"source: [bold]{escape(found.layout)}[/], {len(found.entries)} submissions, "
-                      f"{todo} to grade, {len(found.entries) - todo} up to date")
+                      f"{todo} to grade, {len(found.entries) - todo} up to date", soft_wrap=True)
         for problem in found.problems:
-            console.print(f"[yellow]problem:[/] {escape(problem)}", highlight=False)
+            console.print(f"[yellow]problem:[/] {escape(problem)}", highlight=False, soft_wrap=True)
         progress.update(task, total=todo)
         progress.start()
 
@@ -41,7 +41,7 @@ def batch(args: argparse.Namespace) -> int:
         if result is not None and result.status != "graded":
             counts["could not be graded"] += 1
             progress.console.print(f"[red]{escape(student)}[/]: {result.status}: {escape(result.reason)}",
-                                   highlight=False)
+                                   highlight=False, soft_wrap=True)
         elif result is not None and result.report is not None and not result.report.all_passed:
             counts["failed checks"] += 1
         progress.update(task, advance=1, failed=counts["failed checks"], broken=counts["could not be graded"])
@@ -75,7 +75,7 @@ def batch(args: argparse.Namespace) -> int:
     console.print(f"graded {outcome.graded} ({counts['failed checks']} with failed checks), up to date "
                   f"{outcome.skipped}, invalid {outcome.invalid}, could not grade {outcome.failed}; results in "
                   f"{escape(str(args.out))}: feedback/<student>.html|md, summary.html, reports/<student>.json; "
-                  "export with `grader export`")
+                  "export with `grader export`", soft_wrap=True)
     return EXIT_OK
 
 

@@ -140,9 +140,12 @@ def _lms_entries(found: Discovery, files: list[lms.Found]) -> Discovery:
 
 
 def _single_root(folder: Path) -> Path:
-    """A zip that wraps everything in one folder is treated as that folder."""
+    """A zip that wraps everything in one folder is treated as that folder (unless that folder is
+    a Moodle download's only student)."""
     children = [c for c in folder.iterdir() if c.name != "__MACOSX"]
-    return children[0] if len(children) == 1 and children[0].is_dir() and not children[0].is_symlink() else folder
+    if len(children) != 1 or not children[0].is_dir() or children[0].is_symlink():
+        return folder
+    return folder if lms.MOODLE_DIR.match(children[0].name) else children[0]
 
 
 def _dirs(folder: Path) -> list[Path]:
