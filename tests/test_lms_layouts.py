@@ -69,8 +69,9 @@ def moodle_zip(path: Path) -> Path:
     })
 
 
-def receipt(name: str, user: str, stamp: str, files: list[str]) -> bytes:
-    listing = "".join(f"\tOriginal filename: {f.split('_', 1)[1] if False else f}\n\tFilename: {f}\n" for f in files)
+def receipt(name: str, user: str, stamp: str, files: dict[str, str]) -> bytes:
+    """A Blackboard receipt; ``files``: the name in the download -> the name the student uploaded."""
+    listing = "".join(f"\tOriginal filename: {original}\n\tFilename: {f}\n" for f, original in files.items())
     return (f"Name: {name} ({user})\nAssignment: Module 11\nDate Submitted: {stamp}\nCurrent Grade: Needs Grading\n\n"
             f"Submission Field:\nThere is no student submission text data for this assignment.\n\nComments:\n"
             f"There are no student comments for this assignment.\n\nFiles:\n{listing}").encode()
@@ -80,10 +81,11 @@ def blackboard_zip(path: Path) -> Path:
     """Assignment File Download, all attempts: files and a receipt per attempt."""
     old, new, amy = ("Module 11_jdoe_attempt_2026-11-29-10-00-00", "Module 11_jdoe_attempt_2026-11-30-12-00-00",
                      "Module 11_amy_ng_attempt_2026-11-30-09-00-00")
+    nb, first = "11_embeddings.ipynb", "embeddings.ipynb"
     return make_zip(path, {
-        f"{old}_11_embeddings.ipynb": BUGGY, f"{old}.txt": receipt("Jane Doe", "jdoe", "29 Nov", [f"{old}_11_embeddings.ipynb"]),
-        f"{new}_11_embeddings.ipynb": CORRECT, f"{new}.txt": receipt("Jane Doe", "jdoe", "30 Nov", [f"{new}_11_embeddings.ipynb"]),
-        f"{amy}_embeddings.ipynb": BUGGY, f"{amy}.txt": receipt("Amélie Ng", "amy_ng", "30 Nov", [f"{amy}_embeddings.ipynb"]),
+        f"{old}_{nb}": BUGGY, f"{old}.txt": receipt("Jane Doe", "jdoe", "29 Nov", {f"{old}_{nb}": nb}),
+        f"{new}_{nb}": CORRECT, f"{new}.txt": receipt("Jane Doe", "jdoe", "30 Nov", {f"{new}_{nb}": nb}),
+        f"{amy}_{first}": BUGGY, f"{amy}.txt": receipt("Amélie Ng", "amy_ng", "30 Nov", {f"{amy}_{first}": first}),
     })
 
 
@@ -204,7 +206,7 @@ def test_an_ambiguous_file_stops_the_batch_naming_it(tmp_path: Path, members: di
 
 def test_a_download_the_roster_cannot_map_stops_at_batch_time(tmp_path: Path) -> None:
     found = discover(canvas_zip(tmp_path / "s.zip"), tmp_path / "scratch")
-    with pytest.raises(RosterError, match="no a Canvas ID column|no a Canvas ID"):
+    with pytest.raises(RosterError, match="cannot match a zip of Canvas download: it needs a Canvas ID column"):
         resolve(found, parse_roster("student_id,name\njdoe,Jane Doe\n"))
 
 

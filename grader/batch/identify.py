@@ -61,7 +61,7 @@ def _mapped(found: Discovery, roster: Roster) -> list[Entry]:
                 index.setdefault((column, value), entry)
     for kind in {e.lms for e in found.entries if e.lms} - {"blackboard"}:  # every roster has Blackboard's column
         if not any(getattr(r, column) for r in roster.entries for column in COLUMNS[kind]):
-            raise RosterError(f"roster {roster.source} cannot match a {found.layout}: it has no {HOW[kind]}")
+            raise RosterError(f"roster {roster.source} cannot match a {found.layout}: it needs {HOW[kind]}")
     mapped = []
     for e in found.entries:
         if not e.lms:
