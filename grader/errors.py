@@ -70,7 +70,7 @@ def os_reason(e: OSError) -> str:
     """An operating-system error in a few words, for a one-line message."""
     if isinstance(e, IsADirectoryError):
         return "it is a directory"
-    if isinstance(e, NotADirectoryError):
+    if isinstance(e, NotADirectoryError | FileExistsError):  # FileExistsError: making a folder where a file is
         return "a part of the path is a file, not a folder"
     if isinstance(e, PermissionError):
         return "permission denied"
