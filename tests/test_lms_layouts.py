@@ -165,6 +165,9 @@ def test_keep_all_grades_every_attempt_but_the_latest_counts(tmp_path: Path) -> 
     older = json.loads((out / "reports" / "attempts" / "jdoe" / "2026-11-29-10-00-00.json").read_text())
     assert older["score"] < 100
     assert {r.student_id: r.score for r in SQLiteStore(out).results()}["jdoe"] == 100
+    again = run_batch(blackboard_zip(tmp_path / "b.zip"), out, workers=1, keep="all")
+    assert (again.graded, again.skipped) == (0, 2)  # nothing changed: nothing graded, the attempt neither
+    assert json.loads((out / "reports" / "attempts" / "jdoe" / "2026-11-29-10-00-00.json").read_text()) == older
 
 
 # ---- discovery: each layout recognises its own files; ambiguity is an error naming the file ------

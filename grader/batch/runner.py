@@ -107,8 +107,9 @@ def _run(found: Discovery, store: SQLiteStore, loaded: Rubric, backend: str, wor
             outcome.skipped += 1
         else:
             todo.append((entry, key))
-    attempts = [(e, cache_key(_sha256(e.path), loaded.sha256, image, __version__)) for e in found.superseded] \
-        if keep == "all" else []
+    attempts = [(e, key) for e in (found.superseded if keep == "all" else [])
+                if (key := cache_key(_sha256(e.path), loaded.sha256, image, __version__)) != _attempt_key(store, e)
+                or force]
     if on_start is not None:
         on_start(found, len(todo))
     _grade_all(todo, attempts, loaded, backend, workers or os.cpu_count() or 1, store, outcome, on_done)
@@ -180,14 +181,28 @@ def _image_id(backend: str) -> str:
     return make_sandbox("docker").info().image or "docker"
 
 
+def _attempt_path(results_dir: Path, entry: Entry) -> Path:
+    return results_dir / "reports" / "attempts" / entry.student_id / f"{entry.attempt or 'attempt'}.json"
+
+
+def _attempt_key(store: SQLiteStore, entry: Entry) -> str | None:
+    """The cache key an older attempt's report was graded under, if it is on disk."""
+    try:
+        key = json.loads(_attempt_path(store.path.parent, entry).read_text(encoding="utf-8")).get("cache_key")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return key if isinstance(key, str) else None
+
+
 def write_attempt_report(results_dir: Path, entry: Entry, result: StoredResult) -> Path:
-    """``reports/attempts/<student>/<attempt>.json``: an older submission's result (--keep all)."""
-    path = results_dir / "reports" / "attempts" / entry.student_id / f"{entry.attempt or 'attempt'}.json"
+    """``reports/attempts/<student>/<attempt>.json``: an older submission's result (--keep all);
+    graded again only when it, the rubric, the image or the grader changed."""
+    path = _attempt_path(results_dir, entry)
     path.parent.mkdir(parents=True, exist_ok=True)
     data = result.report.model_dump(mode="json") if result.report is not None else \
         {"status": result.status, "reason": result.reason}
-    path.write_text(json.dumps({"file_name": result.file_name, "submitted_at": result.submitted_at, **data}, indent=2),
-                    encoding="utf-8")
+    path.write_text(json.dumps({"file_name": result.file_name, "submitted_at": result.submitted_at,
+                                "cache_key": result.cache_key, **data}, indent=2), encoding="utf-8")
     return path
 
 
