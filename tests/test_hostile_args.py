@@ -113,12 +113,17 @@ def test_tito_refuses_hostile_input_cleanly(argv: list[str], places: dict[str, s
 
 
 def test_the_usage_line_names_every_subcommand(capsys: pytest.CaptureFixture[str]) -> None:
+    import re
+
     from grader.cli import main
 
-    for argv in (["grade", NB, "--bogus"], ["--bogus"]):  # `grade` builds a lighter command line: same usage
+    usages = []
+    for argv in (["--bogus"], ["grade", NB, "--bogus"]):  # `grade` builds a lighter command line: same usage
         code, err = run_main(main, argv, capsys)
-        assert code == 2
-        assert "{grade,batch,image,cleanup,daemon,export,gradescope,selftest}" in err
+        found = re.search(r"\{([a-z,]+)\}", err)
+        assert code == 2 and found is not None
+        usages.append(set(found.group(1).split(",")))
+    assert usages[0] == usages[1] and {"grade", "batch", "export", "gradescope", "selftest", "daemon"} <= usages[0]
 
 
 @pytest.fixture

@@ -81,6 +81,9 @@ def run_batch(
 def open_store(results_dir: Path) -> SQLiteStore:
     """The results store of RESULTS_DIR; GraderError with the reason when that folder cannot hold it."""
     try:
+        results_dir.mkdir(parents=True, exist_ok=True)
+        if not os.access(results_dir, os.W_OK | os.X_OK):  # checked here, whatever database library opens the store
+            raise PermissionError(13, "Permission denied", str(results_dir))
         return SQLiteStore(results_dir)
     except (OSError, sqlite3.Error) as e:
         reason = os_reason(e) if isinstance(e, OSError) else str(e)
