@@ -40,7 +40,7 @@ def report(rubric: Rubric, score: float, failing: tuple[str, ...] = ()) -> Grade
     for spec in rubric.checks:
         ok = spec.id not in failing
         message = "" if ok else (f"Called: f()\nout: differs\nLikely cause: {spec.id} is wrong." if spec.public
-                                 else "This hidden check did not pass (failed); its details are not shown.")
+                                 else "Did not pass. Its details are for the course staff only.")
         checks.append(CheckResult(id=spec.id, title=spec.title, status="passed" if ok else "failed",
                                   score=spec.points if ok else 0.0, max_score=spec.points,
                                   visibility=spec.visibility, message=message,
