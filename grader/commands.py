@@ -32,6 +32,8 @@ class GradeRequest(Record):
     seed: int | None = None
     staff: bool = False
     json_out: str | None = None
+    due_date: str | None = None  # releases after_due_date checks in the student view (grader.visibility)
+    publish_date: str | None = None  # releases after_published checks
     label: str = ""  # tito: "module NN name"
     display: str = ""  # tito: the notebook's path as the student sees it
     module_name: str = ""  # tito: what to type to run it again
@@ -68,20 +70,23 @@ def _error(errors: Console, message: str) -> None:
 def _grade(request: GradeRequest, session: Session, console: Console, errors: Console) -> int:
     from pathlib import Path
 
-    from .errors import GraderError
+    from .errors import GraderError, os_reason
     from .report import render, write_json
+    from .visibility import release_for
 
     reports, bad_input = [], False
     try:
         grader = session.grader(request.rubric, module=request.module, backend=request.backend, public_only=request.public_only,
                                 seed=request.seed)
+        release = release_for(grader.rubric.due_date, grader.rubric.publish_date, due_date=request.due_date,
+                              publish_date=request.publish_date)
         for _path, outcome in grader.grade_many(request.paths):
             if isinstance(outcome, GraderError):
                 _error(errors, str(outcome))
                 bad_input = True
                 continue
             reports.append(outcome)
-            render(outcome, console, staff=request.staff)
+            render(outcome, console, staff=request.staff, release=release)
     except GraderError as e:  # the rubric or the sandbox itself: no file can be graded
         _error(errors, str(e))
         bad_input = True
@@ -90,7 +95,12 @@ def _grade(request: GradeRequest, session: Session, console: Console, errors: Co
     if STUDENT and reports:
         console.print(f"[dim]{PRACTICE_NOTE}[/]")
     if request.json_out and reports:  # the reports of the files that were graded, whatever happened to the others
-        write_json(reports, Path(request.json_out))
+        try:
+            write_json(reports, Path(request.json_out))
+        except OSError as e:
+            _error(errors, f"--json {request.json_out}: cannot be written ({os_reason(e)}); the report(s) above are "
+                           "complete, give a writable file path to keep them as JSON")
+            bad_input = True
     if bad_input:
         return EXIT_USAGE
     return EXIT_OK if all(r.all_passed for r in reports) else EXIT_FAILED

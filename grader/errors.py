@@ -11,7 +11,8 @@ non-passing status. Only problems the *user of the grader* must fix raise.
     ├── SandboxError           the sandbox could not be started or used (sandbox stage)
     │   └── SandboxUnavailable  the requested backend is not available on this machine
     ├── HarnessProtocolError   the trusted reference run produced unusable output (judge stage)
-    ├── RosterError            the class roster cannot be used at all (export, feedback)
+    ├── RosterError            the class roster cannot be used at all (batch, export, feedback)
+    ├── DateError              a release date (rubric, --due-date, --publish-date) cannot be read
     ├── SelftestError          a self-test's sources or reviewed file are unusable (grader selftest)
     ├── StoreUnavailable       the service's database cannot be reached, even after retries
     └── ServiceError           a service request that cannot be served (its HTTP status)
@@ -63,6 +64,10 @@ class RosterError(GraderError, ValueError):
     """The roster file cannot be used at all (unreadable, no header, no student id column)."""
 
 
+class DateError(GraderError, ValueError):
+    """A release date that cannot be read (grader.visibility)."""
+
+
 class SelftestError(GraderError, ValueError):
     """A source to mutate or the reviewed equivalents file of ``grader selftest`` is unusable."""
 
@@ -95,3 +100,14 @@ class Invalid(ServiceError):
 
 class RateLimited(ServiceError):
     status = 429
+
+
+def os_reason(e: OSError) -> str:
+    """An operating-system error in a few words, for a one-line message."""
+    if isinstance(e, IsADirectoryError):
+        return "it is a directory"
+    if isinstance(e, NotADirectoryError | FileExistsError):  # FileExistsError: making a folder where a file is
+        return "a part of the path is a file, not a folder"
+    if isinstance(e, PermissionError):
+        return "permission denied"
+    return (e.strerror or str(e)).lower()

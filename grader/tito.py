@@ -170,6 +170,8 @@ def _resolve(module: str | None, notebook: Path | None, rubric: Path | None) -> 
 
     ref = parse_module(module) if module else None
     if notebook is not None:
+        if notebook.is_dir():
+            raise LocateError(f"--notebook {notebook}: is a directory; give your notebook file")
         if not notebook.is_file():
             raise LocateError(f"--notebook {notebook}: no such file")
         work = ModuleWork(notebook, ref.number if ref else None, (ref.name if ref else None) or "")

@@ -56,7 +56,7 @@ def student_result(sub: Submission, assignment: Assignment, gradings: list[Gradi
     score, source = effective(gradings, overrides)
     result: dict[str, Any] = {"status": grading.status, "max_score": rubric.max_score,
                               "score": score if total_released else None,
-                              "score_released": RELEASE[policy.total] if not total_released else "shown now",
+                              "score_released": "shown now" if total_released else _release_text(policy.total),
                               "overridden": source == "override" and total_released}
     if grading.status == "invalid":
         result["message"] = f"Your submission could not be graded: {grading.reason}"
@@ -102,3 +102,8 @@ def staff_result(sub: Submission, student: Student, gradings: list[Grading], ove
 def _current(sub: Submission, gradings: list[Grading]) -> Grading | None:
     """The newest grading; while a regrade runs, the previous one stays the current result."""
     return gradings[-1] if gradings else None
+
+
+def _release_text(visibility: str) -> str:
+    """When something held back reaches students, in words."""
+    return {str(k): v for k, v in RELEASE.items()}.get(visibility, "never")
