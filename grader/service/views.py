@@ -74,7 +74,7 @@ def _student_check(check: Any, visibility: str, assignment: Assignment, now: dat
     base = {"id": check.id, "title": check.title, "max_score": check.max_score, "visibility": visibility,
             "released": shown_now}
     if not shown_now:
-        return base | {"release": RELEASE[visibility]}  # type: ignore[index]
+        return base | {"release": _release_text(visibility)}
     return base | {"status": check.status, "score": check.score, "message": check.message}
 
 
@@ -105,5 +105,6 @@ def _current(sub: Submission, gradings: list[Grading]) -> Grading | None:
 
 
 def _release_text(visibility: str) -> str:
-    """When something held back reaches students, in words."""
-    return {str(k): v for k, v in RELEASE.items()}.get(visibility, "never")
+    """When something held back reaches students, in words (a hidden check: never)."""
+    texts = {str(k): f"released {v}" for k, v in RELEASE.items()}
+    return texts.get(visibility, "never released to students")
