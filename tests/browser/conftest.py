@@ -143,14 +143,24 @@ def sign_in(driver: Any, service: Service, token: str) -> None:
 
     driver.get(f"{service.url}/signin")
     driver.find_element(By.ID, "token").send_keys(token)
-    driver.find_element(By.CSS_SELECTOR, "form.card button[type=submit]").click()
-    wait_for(driver, lambda d: "/signin" not in d.current_url, "the sign-in to go through")
+    click_and_load(driver, driver.find_element(By.CSS_SELECTOR, "form.card button[type=submit]"))
+    assert "/signin" not in driver.current_url, "the sign-in did not go through"
 
 
 def wait_for(driver: Any, condition: Any, what: str, timeout: float = 90) -> Any:
     from selenium.webdriver.support.ui import WebDriverWait
 
     return WebDriverWait(driver, timeout, poll_frequency=0.2).until(condition, f"timed out waiting for {what}")
+
+
+def click_and_load(driver: Any, element: Any) -> None:
+    """Click something that loads a new page, and wait until the new page is there."""
+    from selenium.webdriver.support import expected_conditions
+
+    old = driver.find_element("tag name", "html")
+    element.click()
+    wait_for(driver, expected_conditions.staleness_of(old), "the next page to load")
+    wait_for(driver, lambda d: d.execute_script("return document.readyState") == "complete", "the page to load")
 
 
 def axe_violations(driver: Any) -> list[dict[str, Any]]:
@@ -211,7 +221,8 @@ def inspect_page(driver: Any, name: str) -> None:
         wide = driver.execute_script("return document.documentElement.scrollWidth")
         culprits = driver.execute_script(
             "return [...document.querySelectorAll('body *')]"
-            ".filter(e => e.getBoundingClientRect().right > 361 && !e.closest('.scroll')).slice(0, 5)"
+            ".filter(e => !e.closest('.scroll') && (e.getBoundingClientRect().right > 361"
+            " || (e.scrollWidth > e.clientWidth + 1 && getComputedStyle(e).overflowX === 'visible'))).slice(0, 5)"
             ".map(e => e.tagName + '.' + e.className + ' ' + Math.round(e.getBoundingClientRect().right))")
         assert wide <= 360, f"{name}: {wide} px wide on a 360 px screen: {culprits}"
         screenshot(driver, f"{name}-360")

@@ -12,7 +12,17 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from .conftest import SUBMISSIONS, Service, emulate, inspect_page, notebook_bytes, reset_emulation, sign_in, wait_for
+from .conftest import (
+    SUBMISSIONS,
+    Service,
+    click_and_load,
+    emulate,
+    inspect_page,
+    notebook_bytes,
+    reset_emulation,
+    sign_in,
+    wait_for,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -39,8 +49,9 @@ def upload_with_picker(driver: Any, path: Path) -> str:
 
 def wait_feedback(driver: Any) -> None:
     """The page follows the grading live and reloads itself once the status is final."""
-    wait_for(driver, lambda d: by_css(d, "[data-events]").get_attribute("data-final") == "true",
-             "the grading to finish and the page to show it")
+    wait_for(driver, lambda d: d.execute_script("const e = document.querySelector('[data-events]');"
+                                                "return document.readyState === 'complete' && e && e.dataset.final")
+             == "true", "the grading to finish and the page to show it")
 
 
 def test_student_signs_in_uploads_and_reads_feedback_with_pictures(browser: Any, service: Service,
@@ -50,7 +61,7 @@ def test_student_signs_in_uploads_and_reads_feedback_with_pictures(browser: Any,
     cookies = {c["name"]: c for c in browser.get_cookies()}
     assert cookies["grader_session"]["httpOnly"] and cookies["grader_session"]["sameSite"] == "Lax"
     inspect_page(browser, "student-home")
-    by_css(browser, "ul.cards a").click()
+    click_and_load(browser, by_css(browser, "ul.cards a"))
     assert browser.current_url.endswith("/c/cs249/m11")
 
     submission = upload_with_picker(browser, SUBMISSIONS / "bug_sin_cos_swapped.ipynb")
@@ -110,7 +121,7 @@ def test_drag_and_drop_upload_history_and_the_difference_between_attempts(browse
     rows = all_css(browser, "main table tbody tr")
     assert len(rows) == 2 and "fixed.ipynb" in rows[0].text and "bug_sin_cos_swapped.ipynb" in rows[1].text
     inspect_page(browser, "student-assignment")
-    by_css(browser, "form.compare button").click()
+    click_and_load(browser, by_css(browser, "form.compare button"))
     changed = [row.text for row in all_css(browser, "tbody tr.changed")]
     assert any(text.startswith("sin_values") for text in changed)
     assert not any(text.startswith("emb_shape") for text in changed)  # passed both times

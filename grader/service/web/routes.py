@@ -231,12 +231,13 @@ def mount_web(app: FastAPI, hooks: WebHooks) -> None:
 
     @router.get("/staff/c/{course}/{assignment}")
     def dashboard(request: Request, course: Slug, assignment: Slug, status: str = "", min_score: str = "",
-                  max_score: str = "", check: str = "", late: str = "") -> Response:
+                  max_score: str = "", check: str = "", late: str = "",
+                  regrading: Annotated[int | None, Query(ge=0)] = None) -> Response:
         who = web.signed_in(request, staff=True)
         filters = data.Filters(status=status[:32], min_score=_number(min_score), max_score=_number(max_score),
                                check=check[:64], late=late if late in ("yes", "no") else "")
         found = run(lambda s: data.dashboard(s, course, assignment, filters))
-        return web.page(request, "dashboard.html", who, **found)
+        return web.page(request, "dashboard.html", who, regrading=regrading, **found)
 
     @router.post("/staff/c/{course}/{assignment}/regrade")
     def regrade_all(request: Request, course: Slug, assignment: Slug, csrf: Csrf) -> Response:
