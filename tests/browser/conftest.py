@@ -210,6 +210,7 @@ def inspect_page(driver: Any, name: str) -> None:
     screen, and screenshots (wide, dark, 360 px) are saved to the test output folder."""
     try:
         screenshot(driver, name)
+        driver.save_screenshot(str(OUTPUT / f"{name}-window.png"))  # what a 1200 x 1000 window shows first
         assert axe_violations(driver) == [], f"{name}: accessibility violations"
         emulate(driver, dark=True)
         background = driver.execute_script("return getComputedStyle(document.body).backgroundColor")

@@ -13,6 +13,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from .conftest import (
+    OUTPUT,
     SUBMISSIONS,
     Service,
     click_and_load,
@@ -84,6 +85,8 @@ def test_student_signs_in_uploads_and_reads_feedback_with_pictures(browser: Any,
     hidden = [row.text for row in all_css(browser, "table tbody tr") if "layer_sin_values " in row.text + " "]
     assert hidden and "released after the due date" in hidden[0] and "?/" in hidden[0]
     inspect_page(browser, "student-feedback")
+    browser.execute_script("document.getElementById('check-sin_values').scrollIntoView()")
+    browser.save_screenshot(str(OUTPUT / "student-feedback-check-window.png"))
 
 
 def test_times_show_in_the_viewers_time_zone(browser: Any, service: Service) -> None:
