@@ -215,3 +215,11 @@ def test_every_export_button_downloads_its_file(course: Course, fmt: str) -> Non
     assert f'href="/staff/c/cs249/m11/export/{fmt}" download' in page
     r = course.client.get(f"/staff/c/cs249/m11/export/{fmt}")
     assert r.status_code == 200 and "attachment" in r.headers["content-disposition"] and r.content
+
+
+def test_the_api_result_carries_the_pictures_of_released_visible_checks_only(course: Course) -> None:
+    sub = graded(course, "alice", "bug_sin_cos_swapped.ipynb")
+    checks = {c["id"]: c for c in course.result(sub, "alice").json()["result"]["checks"]}
+    figure = checks["sin_values"]["figures"][0]
+    assert figure["name"].startswith("table_d") and len(figure["got"]) == len(figure["expected"]) > 1
+    assert "figures" not in checks["layer_sin_values"] and "message" not in checks["layer_sin_values"]
