@@ -148,9 +148,13 @@ def sign_in(driver: Any, service: Service, token: str) -> None:
 
 
 def wait_for(driver: Any, condition: Any, what: str, timeout: float = 90) -> Any:
+    from selenium.common.exceptions import JavascriptException, NoSuchElementException, StaleElementReferenceException
     from selenium.webdriver.support.ui import WebDriverWait
 
-    return WebDriverWait(driver, timeout, poll_frequency=0.2).until(condition, f"timed out waiting for {what}")
+    # A page that reloads itself (the live status) can vanish under a lookup: try again.
+    transient = (NoSuchElementException, StaleElementReferenceException, JavascriptException)
+    return WebDriverWait(driver, timeout, poll_frequency=0.2, ignored_exceptions=transient).until(
+        condition, f"timed out waiting for {what}")
 
 
 def click_and_load(driver: Any, element: Any) -> None:
