@@ -6,10 +6,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-if [ "${GRADER_REQUIRE_BROWSER:-0}" = 1 ] && ! command -v chromium >/dev/null 2>&1; then
+# The browser tests (tests/browser, tests/test_feedback_browser.py) drive Debian's chromium
+# through its chromedriver (Selenium).
+if [ "${GRADER_REQUIRE_BROWSER:-0}" = 1 ] && ! { command -v chromium && command -v chromedriver; } >/dev/null 2>&1; then
   sudo_=""; [ "$(id -u)" = 0 ] || sudo_="sudo"
-  $sudo_ env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null \
-    || { $sudo_ apt-get update -qq && $sudo_ env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+  $sudo_ env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null \
+    || { $sudo_ apt-get update -qq && $sudo_ env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; }
 fi
 if [ -f .ci/docker-engine.sh ] && { [ "$(id -u)" = 0 ] || [ "${GRADER_REQUIRE_DOCKER:-0}" = 1 ]; }; then
   PATH="$PWD/.venv/bin:$PATH" bash .ci/docker-engine.sh

@@ -75,7 +75,9 @@ def _student_check(check: Any, visibility: str, assignment: Assignment, now: dat
             "released": shown_now}
     if not shown_now:
         return base | {"release": _release_text(visibility)}
-    return base | {"status": check.status, "score": check.score, "message": check.message}
+    # Pictures only of checks graded as visible: a hidden check's message is withheld, so are its numbers.
+    figures = [f.model_dump(mode="json") for f in check.figures] if check.visibility == "visible" else []
+    return base | {"status": check.status, "score": check.score, "message": check.message, "figures": figures}
 
 
 def staff_result(sub: Submission, student: Student, gradings: list[Grading], overrides: list[Override]
