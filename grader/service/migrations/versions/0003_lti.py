@@ -116,7 +116,7 @@ def upgrade() -> None:
     sa.Column("next_attempt_at", sa.DateTime(), nullable=False),
     sa.Column("last_error", sa.Text(), nullable=False),
     sa.Column("sent_at", sa.DateTime(), nullable=True),
-    sa.CheckConstraint("state IN ("pending", "held", "sent", "failed")", name="lti_passbacks_state"),
+    sa.CheckConstraint("state IN ('pending', 'held', 'sent', 'failed')", name="lti_passbacks_state"),
     sa.ForeignKeyConstraint(["grading_id"], ["gradings.id"], ondelete="CASCADE"),
     sa.ForeignKeyConstraint(["link_pk"], ["lti_links.id"], ondelete="CASCADE"),
     sa.ForeignKeyConstraint(["user_pk"], ["lti_users.id"], ondelete="CASCADE"),
