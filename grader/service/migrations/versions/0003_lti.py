@@ -9,7 +9,6 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-
 revision = "0003_lti"
 down_revision = "0002_service"
 branch_labels = None
