@@ -1,3 +1,4 @@
+# mypy: disable-error-code="misc,import-untyped,import-not-found,unused-ignore"
 """A test LMS built on the third-party ``lti1p3platform`` package (its Registration, platform
 config, FastAPI message launch, token endpoint and AGS/NRPS service classes), served by uvicorn on
 127.0.0.1. It records what the tool sends; ``down`` makes its score endpoint answer 503."""
@@ -20,8 +21,8 @@ from lti1p3platform.framework.fastapi.message_launch import FastapiMessageLaunch
 from lti1p3platform.ltiplatform import LTI1P3PlatformConfAbstract
 from lti1p3platform.registration import Registration
 from lti1p3platform.request import Request as LtiRequest
-from lti1p3platform.service_connector import AssignmentsGradesService
 from lti1p3platform.score import UpdateScoreStatus
+from lti1p3platform.service_connector import AssignmentsGradesService
 
 CLIENT_ID, DEPLOYMENT = "grader-tool", "deployment-1"
 

@@ -161,7 +161,7 @@ def grade(client: TestClient, score: float, sub_id: str | None = None) -> str:
                       rubric_hash="x", requested_at=now, finished_at=now, latency_s=0.1))
         return sub_id
 
-    return db.run(work)
+    return str(db.run(work))
 
 
 def deliver(client: TestClient) -> int:
