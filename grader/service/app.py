@@ -26,6 +26,7 @@ from .auth import Principal, authenticate, bearer, own_submission, require_cours
 from .database import Database, StoreUnavailable
 from .dispatch import CeleryDispatcher, Dispatcher, LocalPool
 from .exports import check_stats, export
+from .lti.routes import router as lti_router
 from .metrics import registry
 from .notify import Subscriber
 from .schemas import SLUG, SUBMISSION_ID, AssignmentIn, AssignmentPatch, CourseIn, OverrideIn
@@ -132,6 +133,7 @@ def create_app(settings: Settings, *, dispatcher: Dispatcher | None = None,
     app = FastAPI(title="TinyTorch grading service", version=__version__, lifespan=lifespan)
     app.state.db, app.state.settings, app.state.waiters = db, settings, waiters
     metrics_registry = registry(db)
+    app.include_router(lti_router)
 
     @app.exception_handler(ops.ServiceError)
     async def service_error(request: Request, e: ops.ServiceError) -> Response:

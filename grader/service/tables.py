@@ -34,7 +34,7 @@ from sqlalchemy.types import TypeDecorator
 
 # The Alembic revision these tables correspond to: a store at this revision needs no migration
 # (tests/service/test_store.py checks it against the migration scripts).
-HEAD_REVISION = "0002_service"
+HEAD_REVISION = "0003_lti"
 
 RESULT_STATUSES = ("graded", "invalid", "failed_to_grade")
 SUBMISSION_STATUSES = ("queued", "grading", *RESULT_STATUSES)
@@ -234,3 +234,6 @@ class Worker(Base):
     last_seen: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     backend: Mapped[str] = mapped_column(String(32), default="")
     graded: Mapped[int] = mapped_column(Integer, default=0)
+
+
+from .lti import models as _lti_models  # noqa: E402,F401  (the LTI tables join Base.metadata)
