@@ -15,11 +15,15 @@ non-passing status. Only problems the *user of the grader* must fix raise.
     ├── DateError              a release date (rubric, --due-date, --publish-date) cannot be read
     ├── SelftestError          a self-test's sources or reviewed file are unusable (grader selftest)
     ├── StoreUnavailable       the service's database cannot be reached, even after retries
-    └── ServiceError           a service request that cannot be served (its HTTP status)
-        ├── NotFound           404
-        ├── Conflict           409
-        ├── Invalid            422
-        └── RateLimited        429
+    ├── ServiceError           a service request that cannot be served (its HTTP status)
+    │   ├── NotFound           404
+    │   ├── Conflict           409
+    │   ├── Invalid            422
+    │   ├── RateLimited        429
+    │   └── Forbidden          403 (a page this user may not see)
+    ├── SignInFirst            no valid session: the browser is sent to the sign-in page
+    ├── LaunchRejected         an LTI launch that is refused (shown to the user, logged for staff)
+    └── PassbackError          a score could not be sent to the LMS (retried, shown to staff)
 
 Each also subclasses the builtin it resembles (``ValueError``, ``FileNotFoundError``,
 ``RuntimeError``), so callers that know nothing of the grader can still catch it.
@@ -111,3 +115,19 @@ def os_reason(e: OSError) -> str:
     if isinstance(e, PermissionError):
         return "permission denied"
     return (e.strerror or str(e)).lower()
+
+
+class Forbidden(ServiceError):
+    status = 403
+
+
+class SignInFirst(GraderError):
+    """No valid session: the browser is sent to the sign-in page."""
+
+
+class LaunchRejected(GraderError):
+    """An LTI launch that is refused; the message is shown to the user and logged for staff."""
+
+
+class PassbackError(GraderError):
+    """A score could not be sent to the LMS; the passback is retried and shown to staff."""

@@ -234,6 +234,3 @@ class Worker(Base):
     last_seen: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     backend: Mapped[str] = mapped_column(String(32), default="")
     graded: Mapped[int] = mapped_column(Integer, default=0)
-
-
-from .lti import models as _lti_models  # noqa: E402,F401  (the LTI tables join Base.metadata)

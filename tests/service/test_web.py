@@ -15,7 +15,7 @@ from fastapi.testclient import TestClient
 from grader.models import CodeCell
 from grader.service.web.code import excerpt, named_targets
 from grader.service.web.sessions import read_session, session_value
-from tests.service.conftest import SUBMISSIONS, Course, make_course
+from tests.service.conftest import EMBEDDINGS_RUBRIC, SUBMISSIONS, Course, make_course
 
 XSS = "<script>document.title='pwned'</script>"
 
@@ -150,9 +150,10 @@ def test_the_student_page_follows_the_release_policy(embedded: tuple[TestClient,
     sign_in(client, token_of(course.students["alice"]))
     page = client.get(f"/s/{sub}").text
     row = re.search(r"<tr><td>sin_values</td>.*?</tr>", page, re.S)
-    assert row and "released after the due date" in row.group() and "?/5" in row.group()
+    points = re.search(r'id = "sin_values"\n[^\n]*\npoints = (\d+)', EMBEDDINGS_RUBRIC.read_text(encoding="utf-8"))
+    assert row and points and "released after the due date" in row.group() and f"?/{points.group(1)}" in row.group()
     assert 'id="check-sin_values"' not in page and "Vaswani formula" in page  # title shown, detail not
-    assert "released when grades are published" in page and "Score: <strong>" not in page
+    assert "released when scores are published" in page and "Score: <strong>" not in page
     assert 'id="check-sin_pos0"' in page  # a visible check that failed: shown in full
     api = client.get(f"/api/submissions/{sub}/result", headers=course.students["alice"]).json()["result"]
     assert api["score"] is None and not next(c for c in api["checks"] if c["id"] == "sin_values")["released"]

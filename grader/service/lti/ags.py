@@ -20,6 +20,7 @@ import jwt
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from ...errors import PassbackError
 from ..database import Database
 from ..ops import policy_of, released
 from ..tables import Assignment, Grading, Submission, utcnow
@@ -34,10 +35,6 @@ LINEITEM_TYPE = "application/vnd.ims.lis.v2.lineitem+json"
 SCOPE_SCORE = "https://purl.imsglobal.org/spec/lti-ags/scope/score"
 SCOPE_LINEITEM = "https://purl.imsglobal.org/spec/lti-ags/scope/lineitem"
 SCOPE_NRPS = "https://purl.imsglobal.org/spec/lti-nrps/scope/contextmembership.readonly"
-
-
-class PassbackError(Exception):
-    pass
 
 
 # ---- tokens --------------------------------------------------------------------------------------

@@ -18,6 +18,7 @@ from sqlalchemy import delete, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from ...errors import LaunchRejected
 from ..ops import new_token, token_hash
 from ..tables import Assignment, Course, Student, utcnow
 from .config import LtiConfig, Platform
@@ -30,10 +31,6 @@ NRPS_CLAIM = "https://purl.imsglobal.org/spec/lti-nrps/claim/namesroleservice"
 STAFF_ROLES = ("#Instructor", "#Administrator", "#ContentDeveloper", "#TeachingAssistant", "Instructor#")
 LOGIN_TTL = timedelta(minutes=10)
 LEEWAY_S = 30
-
-
-class LaunchRejected(Exception):
-    """A launch that is refused; the message is shown to the user and logged for staff."""
 
 
 @dataclass(frozen=True)

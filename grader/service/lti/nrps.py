@@ -9,9 +9,10 @@ from typing import Any
 import httpx2
 from sqlalchemy import select
 
+from ...errors import PassbackError
 from ..database import Database
 from ..ops import Invalid, audit
-from .ags import SCOPE_NRPS, PassbackError, Tokens
+from .ags import SCOPE_NRPS, Tokens
 from .config import LtiConfig
 from .launch import is_staff, upsert_user
 from .models import LtiContext

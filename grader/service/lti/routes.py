@@ -20,6 +20,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
+from ...errors import LaunchRejected
 from ..auth import Principal, authenticate, bearer, require_staff
 from ..database import Database
 from ..ops import NotFound, audit, course_by_slug
@@ -27,7 +28,7 @@ from ..tables import utcnow
 from . import keys
 from .ags import PassbackLoop, Tokens, deliver_due
 from .config import LtiConfig, config_path, load_config
-from .launch import LaunchRejected, login_redirect, map_launch, record, verify_id_token
+from .launch import login_redirect, map_launch, record, verify_id_token
 from .models import LtiEvent, LtiPassback
 from .nrps import sync_roster
 
@@ -96,8 +97,10 @@ def rejected(reason: str, event_id: int | None) -> HTMLResponse:
                 f"keeps happening, tell course staff.{html.escape(ref)}</p>", status=400)
 
 
-@router.api_route("/login", methods=["GET", "POST"], response_model=None)
+@router.get("/login", response_model=None, operation_id="lti_login_get")
+@router.post("/login", response_model=None, operation_id="lti_login_post")
 async def login(request: Request) -> HTMLResponse | RedirectResponse:
+    """OIDC third-party login initiation: platforms send it as GET or as a form POST."""
     config = _config(request)
     params = dict(request.query_params) | {k: str(v) for k, v in (await request.form()).items()}
     db: Database = request.app.state.db

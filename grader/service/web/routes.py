@@ -17,6 +17,7 @@ from fastapi.responses import JSONResponse, RedirectResponse, Response, Streamin
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from ...errors import Forbidden, SignInFirst
 from .. import ops
 from ..auth import Principal, authenticate, own_submission
 from ..exports import export
@@ -41,14 +42,6 @@ from .sessions import (
 Slug = Annotated[str, Path(pattern=SLUG)]
 SubmissionId = Annotated[str, Path(pattern=SUBMISSION_ID)]
 Csrf = Annotated[str, Form(max_length=200)]
-
-
-class Forbidden(ops.ServiceError):
-    status = 403
-
-
-class SignInFirst(Exception):
-    """No valid session: the browser is sent to the sign-in page."""
 
 
 @dataclass(frozen=True)
