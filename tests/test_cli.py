@@ -37,7 +37,7 @@ def test_bad_input_exits_2_with_a_one_line_error_and_no_traceback(tmp_path: Path
     run = grader("grade", bad, SUBMISSIONS / "correct_tinytorch.ipynb")
     assert run.returncode == 2
     assert "broken.ipynb: not valid JSON" in run.stderr and "Traceback" not in run.stderr
-    assert "94/94 (26/26 checks shown)" in run.stdout  # the good file is still graded
+    assert "94/94 (28/28 checks shown)" in run.stdout  # the good file is still graded
 
 
 def test_bad_rubric_exits_2(tmp_path: Path) -> None:

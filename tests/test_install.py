@@ -107,7 +107,7 @@ def assert_grades(venv: Venv, checkout: Path) -> None:
     out = " ".join(run.stdout.split())
     assert run.returncode == 0, run.stdout + run.stderr
     assert "Grading module 11 embeddings: modules/11_embeddings/embeddings.ipynb" in out
-    assert "All 26 checks passed (94/94 points)" in out
+    assert "All 28 checks passed (94/94 points)" in out
 
 
 def assert_uninstalled(venv: Venv) -> None:

@@ -261,7 +261,7 @@ def test_upstreams_script_grades_without_running_upstreams_cli(tmp_path: Path) -
     assert run.returncode == 0, run.stderr
     out = " ".join(run.stdout.split())
     assert "Grading module 11 embeddings: modules/11_embeddings/11_embeddings.ipynb" in out
-    assert "All 26 checks passed (94/94 points)" in out
+    assert "All 28 checks passed (94/94 points)" in out
     assert "STUB-UPSTREAM" not in run.stdout  # upstream's tito.main was not executed
 
 
@@ -275,7 +275,7 @@ def test_upstreams_script_keeps_its_own_commands_and_gains_the_option(tmp_path: 
     assert "--all" in helped and helped.count("\n  --module MODULE") == 1
     routed = upstream_tito("--verbose", "test", "--module", "11", cwd=checkout, checkout=checkout)
     assert routed.returncode == 0, routed.stderr
-    assert "STUB-UPSTREAM banner" in routed.stdout and "All 26 checks passed" in " ".join(routed.stdout.split())
+    assert "STUB-UPSTREAM banner" in routed.stdout and "All 28 checks passed" in " ".join(routed.stdout.split())
 
 
 def test_other_processes_of_the_environment_see_upstreams_tito_untouched(tmp_path: Path) -> None:
