@@ -168,7 +168,10 @@ def test_no_root_owned_device_node_opens(mode: Mode, where: Path) -> None:
     outcome = _run(mode, where, [DEVICES.replace("WANTED", repr(ROOT_OWNED_DEVICES))])
     facts = outcome.facts()
     assert "opened" in facts, outcome.jobs[0]["log"][-2000:]
-    assert facts["opened"] == [], f"{mode.id}: the job opened {facts['opened']}"
+    opened = facts["opened"]
+    if mode.local_mode == "fallback":  # no private /dev: what the host opens to every user stays open
+        opened = [p for p in opened if os.stat(p).st_mode & 0o006 != 0o006]
+    assert opened == [], f"{mode.id}: the job opened {opened}"
     assert facts["mknod"] is False
     if mode.local_mode != "fallback":
         assert set(facts["dev"]) <= MINIMAL_DEV, facts["dev"]
