@@ -148,11 +148,12 @@ def sign_in(driver: Any, service: Service, token: str) -> None:
 
 
 def wait_for(driver: Any, condition: Any, what: str, timeout: float = 90) -> Any:
-    from selenium.common.exceptions import JavascriptException, NoSuchElementException, StaleElementReferenceException
+    from selenium.common.exceptions import WebDriverException
     from selenium.webdriver.support.ui import WebDriverWait
 
-    # A page that reloads itself (the live status) can vanish under a lookup: try again.
-    transient = (NoSuchElementException, StaleElementReferenceException, JavascriptException)
+    # A page that reloads itself (the live status) can vanish under a lookup, and chromedriver can
+    # answer a lookup made mid-navigation with "unhandled inspector error": try again until the deadline.
+    transient = (WebDriverException,)
     return WebDriverWait(driver, timeout, poll_frequency=0.2, ignored_exceptions=transient).until(
         condition, f"timed out waiting for {what}")
 
