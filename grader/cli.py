@@ -7,9 +7,42 @@ import os
 import sys
 from pathlib import Path
 
-from .sandbox import BACKENDS
+from .edition import BACKENDS, STUDENT
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+# Subcommands whose parsers cost imports: left out of `grader grade`'s command line, but named in
+# its usage line all the same.
+HEAVY = {"export": "write a gradebook file from RESULTS_DIR", "gradescope": "grade inside Gradescope's autograder",
+         "selftest": "test the grader itself", "serve": "run the grading service",
+         "worker": "grade the service's queue (scaled-out mode)"}
+
+
+def natural(text: str) -> int:
+    """An argparse type: an integer 0 or more."""
+    return _integer(text, 0)
+
+
+def positive(text: str) -> int:
+    """An argparse type: an integer 1 or more."""
+    return _integer(text, 1)
+
+
+def _integer(text: str, least: int) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < least:
+        raise argparse.ArgumentTypeError(f"{value} is less than {least}")
+    return value
+
+
+def add_release_options(p: argparse.ArgumentParser) -> None:
+    """--due-date and --publish-date: when after_due_date and after_published checks reach students."""
+    p.add_argument("--due-date", metavar="DATE", help="show students the after_due_date checks from this date on "
+                                                      "(ISO 8601; default: the rubric's due_date)")
+    p.add_argument("--publish-date", metavar="DATE", help="show students the after_published checks from this date "
+                                                          "on (default: the rubric's publish_date)")
 
 
 def build_parser(grade_only: bool = False) -> argparse.ArgumentParser:
@@ -24,28 +57,38 @@ def build_parser(grade_only: bool = False) -> argparse.ArgumentParser:
                    help="local: practice isolation; docker: the official sandbox")
     g.add_argument("--json", type=Path, metavar="FILE", help="also write the score report(s) as JSON")
     g.add_argument("--public-only", action="store_true", help="run only the visible checks")
-    g.add_argument("--seed", type=int, help="seed for the inputs of non-visible checks")
-    g.add_argument("--staff", action="store_true", help="show full details of hidden checks too")
-    b = sub.add_parser("batch", help="grade a whole class: a folder, nbgrader submitted/, a Gradescope export, or a .zip")
-    b.add_argument("source", type=Path, help="folder or .zip of submissions")
-    b.add_argument("--out", type=Path, required=True, metavar="RESULTS_DIR", help="where results and reports go")
-    b.add_argument("--roster", type=Path, help="roster CSV (student ids, names, emails) for the exports")
-    b.add_argument("--workers", type=int, default=None, help="parallel sandboxes (default: number of cores)")
-    b.add_argument("--backend", choices=BACKENDS, default="local")
-    b.add_argument("--rubric", type=Path, help="rubric .toml (default: the installed course module's)")
-    b.add_argument("--force", action="store_true", help="regrade even submissions with an up-to-date result")
-    image = sub.add_parser("image", help="the Docker image of the official sandbox")
-    image_sub = image.add_subparsers(dest="image_command", required=True)
-    build = image_sub.add_parser("build", help="build the grading image (once per content hash)")
-    how = build.add_mutually_exclusive_group()
-    how.add_argument("--offline", action="store_true", help="debootstrap a Debian root filesystem (no registry)")
-    how.add_argument("--online", action="store_true", help="FROM python:3.11-slim, for machines that can pull")
-    build.add_argument("--force", action="store_true", help="rebuild even if the tag exists")
-    clean = sub.add_parser("cleanup", help="remove leftover grading containers")
-    clean.add_argument("--images", action="store_true", help="also remove grading images other than the current one")
+    g.add_argument("--seed", type=natural, help="seed for the inputs of non-visible checks (0 or more)")
+    g.add_argument("--staff", action="store_true", help="show every check with its full details, hidden ones too")
+    add_release_options(g)
+    if not STUDENT:  # the staff tools are not in the student package
+        b = sub.add_parser("batch", help="grade a whole class: a folder, nbgrader submitted/, a Gradescope export, or a .zip")
+        b.add_argument("source", type=Path, help="folder or .zip of submissions")
+        b.add_argument("--out", type=Path, required=True, metavar="RESULTS_DIR", help="where results and reports go")
+        b.add_argument("--roster", type=Path, help="roster CSV (student ids, names, emails) for the exports")
+        b.add_argument("--workers", type=positive, default=None, help="parallel sandboxes, 1 or more (default: number of cores)")
+        b.add_argument("--backend", choices=BACKENDS, default="local",
+                       help="local: practice isolation; docker: the official sandbox (default: local)")
+        b.add_argument("--rubric", type=Path, help="rubric .toml (default: the installed course module's)")
+        b.add_argument("--force", action="store_true", help="regrade even submissions with an up-to-date result")
+        b.add_argument("--keep", choices=("latest", "all"), default="latest",
+                       help="several submissions of one student: grade only the latest (default), or grade all of them "
+                            "(the latest still counts; the others' reports go to reports/attempts/)")
+        add_release_options(b)
+        image = sub.add_parser("image", help="the Docker image of the official sandbox")
+        image_sub = image.add_subparsers(dest="image_command", required=True)
+        build = image_sub.add_parser("build", help="build the grading image (once per content hash)")
+        how = build.add_mutually_exclusive_group()
+        how.add_argument("--offline", action="store_true", help="debootstrap a Debian root filesystem (no registry)")
+        how.add_argument("--online", action="store_true", help="FROM python:3.11-slim, for machines that can pull")
+        build.add_argument("--force", action="store_true", help="rebuild even if the tag exists")
+        clean = sub.add_parser("cleanup", help="remove leftover grading containers")
+        clean.add_argument("--images", action="store_true", help="also remove grading images other than the current one")
     d = sub.add_parser("daemon", help="the background grader that makes repeated `grader grade` runs fast")
     d.add_argument("action", choices=["stop"], help="stop: end this configuration's daemon now")
-    if not grade_only:
+    if grade_only and not STUDENT:
+        for name, text in HEAVY.items():
+            sub.add_parser(name, help=text, add_help=False)
+    elif not STUDENT:
         from .export.cli import add_export_parser
         from .gradescope_mode import add_gradescope_parser
         from .selftest.cli import add_selftest_parser
@@ -112,7 +155,8 @@ def grade_request(args: argparse.Namespace) -> dict[str, object]:
         "rubric": os.path.abspath(args.rubric) if args.rubric else None, "module": args.module,
         "backend": args.backend,
         "public_only": args.public_only, "seed": args.seed, "staff": args.staff,
-        "json_out": os.path.abspath(args.json) if args.json else None, **_terminal(),
+        "json_out": os.path.abspath(args.json) if args.json else None,
+        "due_date": args.due_date, "publish_date": args.publish_date, **_terminal(),
     }
 
 
@@ -122,7 +166,7 @@ def _docker_admin(args: argparse.Namespace) -> int:
 
     from .errors import GraderError
 
-    errors = Console(stderr=True)
+    errors = Console(stderr=True, soft_wrap=True)
     try:
         if args.command == "image":
             from .image import build_image

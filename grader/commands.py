@@ -32,6 +32,8 @@ class GradeRequest(Record):
     seed: int | None = None
     staff: bool = False
     json_out: str | None = None
+    due_date: str | None = None  # releases after_due_date checks in the student view (grader.visibility)
+    publish_date: str | None = None  # releases after_published checks
     label: str = ""  # tito: "module NN name"
     display: str = ""  # tito: the notebook's path as the student sees it
     module_name: str = ""  # tito: what to type to run it again
@@ -68,25 +70,37 @@ def _error(errors: Console, message: str) -> None:
 def _grade(request: GradeRequest, session: Session, console: Console, errors: Console) -> int:
     from pathlib import Path
 
-    from .errors import GraderError
+    from .errors import GraderError, os_reason
     from .report import render, write_json
+    from .visibility import release_for
 
     reports, bad_input = [], False
     try:
         grader = session.grader(request.rubric, module=request.module, backend=request.backend, public_only=request.public_only,
                                 seed=request.seed)
+        release = release_for(grader.rubric.due_date, grader.rubric.publish_date, due_date=request.due_date,
+                              publish_date=request.publish_date)
         for _path, outcome in grader.grade_many(request.paths):
             if isinstance(outcome, GraderError):
                 _error(errors, str(outcome))
                 bad_input = True
                 continue
             reports.append(outcome)
-            render(outcome, console, staff=request.staff)
+            render(outcome, console, staff=request.staff, release=release)
     except GraderError as e:  # the rubric or the sandbox itself: no file can be graded
         _error(errors, str(e))
         bad_input = True
+    from .edition import PRACTICE_NOTE, STUDENT
+
+    if STUDENT and reports:
+        console.print(f"[dim]{PRACTICE_NOTE}[/]")
     if request.json_out and reports:  # the reports of the files that were graded, whatever happened to the others
-        write_json(reports, Path(request.json_out))
+        try:
+            write_json(reports, Path(request.json_out))
+        except OSError as e:
+            _error(errors, f"--json {request.json_out}: cannot be written ({os_reason(e)}); the report(s) above are "
+                           "complete, give a writable file path to keep them as JSON")
+            bad_input = True
     if bad_input:
         return EXIT_USAGE
     return EXIT_OK if all(r.all_passed for r in reports) else EXIT_FAILED
@@ -109,8 +123,12 @@ def _tito(request: GradeRequest, session: Session, console: Console, errors: Con
     from .locate import module_label, module_number
 
     label = request.label or module_label(module_number(grader.rubric.module), grader.rubric.module)
+    from .edition import PRACTICE_NOTE, STUDENT
+
     run_kind = "official run (docker sandbox)" if request.backend == "docker" else "practice run (local backend)"
     checks = "all checks, with staff feedback" if hidden else "the public checks"
+    if STUDENT:
+        checks, run_kind = "the public checks", PRACTICE_NOTE.removeprefix("practice run: the public checks, ")
     console.print(Panel(f"🧪 Grading [bold cyan]{escape(label)}[/]: [bold]{escape(request.display)}[/]\n"
                         f"[dim]{checks}; {run_kind}[/]", title="tito test --module", border_style="bright_cyan"))
     try:

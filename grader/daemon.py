@@ -6,7 +6,8 @@ worker. The first run starts this daemon in the background; later runs hand thei
 it over a Unix socket and print what it answers, so they pay only for Python's start and the
 grading itself. Nothing changes in what is graded or printed.
 
-- The socket lives in the per-user cache (mode 0700 directory, 0600 socket); its name is a hash of
+- The socket lives in the user's cache directory (grader/paths.py; mode 0700 directory, 0600
+  socket; reached through /proc/self/fd when that path is too long for AF_UNIX); its name is a hash of
   the grader's code, the interpreter and the GRADER_* environment, so a changed grader or
   setting gets a fresh daemon.
 - The daemon exits after IDLE_S seconds without a request (``GRADER_DAEMON_IDLE_S``), or on
@@ -28,6 +29,7 @@ import socket
 import struct
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -57,10 +59,21 @@ def socket_path() -> Path:
         h.update(f"{f}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
     for key in sorted(k for k in os.environ if k.startswith("GRADER_")):
         h.update(f"{key}={os.environ[key]}".encode())
-    base = cache_root() / "daemon"
-    if len(str(base)) > 80:
-        base = Path(f"/tmp/tinytorch-grader-{os.getuid()}")
-    return base / f"{h.hexdigest()[:16]}.sock"
+    return cache_root() / "daemon" / f"{h.hexdigest()[:16]}.sock"
+
+
+@contextlib.contextmanager
+def _address(path: Path) -> Iterator[str]:
+    """A name for ``path`` that fits AF_UNIX's 108 bytes: the path itself, or for a deep cache
+    directory the same file through an open descriptor of its folder (/proc/self/fd/N/NAME)."""
+    if len(os.fsencode(path)) < 100 or not Path("/proc/self/fd").is_dir():
+        yield str(path)
+        return
+    fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        yield f"/proc/self/fd/{fd}/{path.name}"
+    finally:
+        os.close(fd)
 
 
 def run(request: dict[str, object]) -> int | None:
@@ -71,7 +84,8 @@ def run(request: dict[str, object]) -> int | None:
     try:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
             sock.settimeout(CONNECT_TIMEOUT_S)
-            sock.connect(str(path))
+            with _address(path) as address:
+                sock.connect(address)
             sock.settimeout(REPLY_TIMEOUT_S)
             _send(sock, {"kind": "grade", "request": request})
             reply = _receive(sock)
@@ -89,7 +103,8 @@ def stop() -> bool:
     try:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
             sock.settimeout(5)
-            sock.connect(str(socket_path()))
+            with _address(socket_path()) as address:
+                sock.connect(address)
             _send(sock, {"kind": "stop"})
             _receive(sock)
         return True
@@ -107,7 +122,8 @@ def serve(path: Path, backends: tuple[str, ...] = ("local",)) -> None:
     try:
         old = os.umask(0o177)
         try:
-            listener.bind(str(path))
+            with _address(path) as address:
+                listener.bind(address)
         finally:
             os.umask(old)
     except OSError:

@@ -11,8 +11,19 @@ non-passing status. Only problems the *user of the grader* must fix raise.
     ├── SandboxError           the sandbox could not be started or used (sandbox stage)
     │   └── SandboxUnavailable  the requested backend is not available on this machine
     ├── HarnessProtocolError   the trusted reference run produced unusable output (judge stage)
-    ├── RosterError            the class roster cannot be used at all (export, feedback)
-    └── SelftestError          a self-test's sources or reviewed file are unusable (grader selftest)
+    ├── RosterError            the class roster cannot be used at all (batch, export, feedback)
+    ├── DateError              a release date (rubric, --due-date, --publish-date) cannot be read
+    ├── SelftestError          a self-test's sources or reviewed file are unusable (grader selftest)
+    ├── StoreUnavailable       the service's database cannot be reached, even after retries
+    ├── ServiceError           a service request that cannot be served (its HTTP status)
+    │   ├── NotFound           404
+    │   ├── Conflict           409
+    │   ├── Invalid            422
+    │   ├── RateLimited        429
+    │   └── Forbidden          403 (a page this user may not see)
+    ├── SignInFirst            no valid session: the browser is sent to the sign-in page
+    ├── LaunchRejected         an LTI launch that is refused (shown to the user, logged for staff)
+    └── PassbackError          a score could not be sent to the LMS (retried, shown to staff)
 
 Each also subclasses the builtin it resembles (``ValueError``, ``FileNotFoundError``,
 ``RuntimeError``), so callers that know nothing of the grader can still catch it.
@@ -57,5 +68,66 @@ class RosterError(GraderError, ValueError):
     """The roster file cannot be used at all (unreadable, no header, no student id column)."""
 
 
+class DateError(GraderError, ValueError):
+    """A release date that cannot be read (grader.visibility)."""
+
+
 class SelftestError(GraderError, ValueError):
     """A source to mutate or the reviewed equivalents file of ``grader selftest`` is unusable."""
+
+
+class StoreUnavailable(GraderError, ConnectionError):
+    """The database could not be reached, even after retries."""
+
+
+class ServiceError(GraderError):
+    """A request that cannot be served; ``status`` is its HTTP status."""
+
+    status = 400
+
+    def __init__(self, message: str, *, retry_after: int | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class NotFound(ServiceError):
+    status = 404
+
+
+class Conflict(ServiceError):
+    status = 409
+
+
+class Invalid(ServiceError):
+    status = 422
+
+
+class RateLimited(ServiceError):
+    status = 429
+
+
+def os_reason(e: OSError) -> str:
+    """An operating-system error in a few words, for a one-line message."""
+    if isinstance(e, IsADirectoryError):
+        return "it is a directory"
+    if isinstance(e, NotADirectoryError | FileExistsError):  # FileExistsError: making a folder where a file is
+        return "a part of the path is a file, not a folder"
+    if isinstance(e, PermissionError):
+        return "permission denied"
+    return (e.strerror or str(e)).lower()
+
+
+class Forbidden(ServiceError):
+    status = 403
+
+
+class SignInFirst(GraderError):
+    """No valid session: the browser is sent to the sign-in page."""
+
+
+class LaunchRejected(GraderError):
+    """An LTI launch that is refused; the message is shown to the user and logged for staff."""
+
+
+class PassbackError(GraderError):
+    """A score could not be sent to the LMS; the passback is retried and shown to staff."""

@@ -210,12 +210,21 @@ def gradescope_command(args: argparse.Namespace) -> int:
     rubric: Path | None = args.rubric
     if rubric is None and (root / "source" / "rubric.toml").is_file():
         rubric = root / "source" / "rubric.toml"
+    from .errors import os_reason
+    from .models import shown
+
+    if not root.is_dir():
+        print(f"error: {shown(str(root))}: not a folder; give --root the autograder folder (with submission/ in it)",
+              file=sys.stderr)
+        return EXIT_USAGE
     try:
         return run(root, rubric=rubric, backend=args.backend)
     except GraderError as e:  # the rubric or the layout itself is broken: staff must fix the autograder
-        from .models import shown
-
         print(f"error: {shown(str(e))}", file=sys.stderr)
+        return EXIT_USAGE
+    except OSError as e:  # ROOT/results cannot be written
+        print(f"error: {shown(str(root))}/results: results.json cannot be written there ({os_reason(e)})",
+              file=sys.stderr)
         return EXIT_USAGE
 
 

@@ -39,12 +39,16 @@ def load_submission(path: str | os.PathLike[str], limits: LoadLimits = LoadLimit
     p = Path(path)
     name = shown(p.name)
     suffix = p.suffix.lower()
+    if p.is_dir() and not p.is_symlink():
+        raise SubmissionError(f"{shown(str(p))}: is a directory; give a notebook file (grader batch grades a folder)")
     if suffix not in (".ipynb", ".py"):
         raise SubmissionError(
             f"{name}: unsupported file type {shown(suffix) or '(none)'!r}; give a .ipynb notebook "
             "or a jupytext percent .py source"
         )
     raw = _read_capped(p, limits.max_bytes)
+    if not raw.strip():
+        raise SubmissionError(f"{name}: is empty; save the notebook (File > Save) and give that file")
     if b"\x00" in raw:
         raise SubmissionError(f"{name}: contains NUL bytes; a notebook is UTF-8 text")
     try:

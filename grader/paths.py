@@ -23,7 +23,9 @@ def harness_parent() -> Path:
 
 
 def cache_root() -> Path:
-    """Per-user cache: sandbox bundles, compiled schemas, expected outputs."""
+    """Per-user cache: sandbox bundles, compiled schemas, expected outputs, the daemon's socket.
+    ``GRADER_CACHE``, else ``tinytorch-grader`` in the user's cache directory (``XDG_CACHE_HOME``,
+    by default ``~/.cache``): nothing in the working directory, the checkout or site-packages."""
     from .settings import settings
 
     return settings().cache

@@ -17,7 +17,7 @@ from .load import LoadLimits
 from .models import CheckResult, ExtractionSummary, GradeReport, StudentModule, shown
 from .paths import expected_cache_dir
 from .plan import Job, plan, submission_seed
-from .reference import ReferenceOracle
+from .reference import Oracle, oracle_for
 from .rubric import CheckSpec, Rubric, load_rubric
 from .sandbox import Sandbox, Startable, make_sandbox
 from .score import total
@@ -35,7 +35,7 @@ class Grader:
         public_only: bool = False,
         seed: int | None = None,
         limits: LoadLimits = LoadLimits(),
-        reference: ReferenceOracle | None = None,
+        reference: Oracle | None = None,
         official: bool = False,
         parallel: int | None = None,
     ) -> None:
@@ -44,7 +44,7 @@ class Grader:
         # usually: the front ends' one door) stays open.
         self._owns_sandbox, self._owns_reference = isinstance(backend, str), reference is None
         self.sandbox = make_sandbox(backend, official) if isinstance(backend, str) else backend
-        self.reference = reference or ReferenceOracle(self.rubric.module)
+        self.reference = reference or oracle_for(self.rubric.module)
         unit = modules.get(self.rubric.module)
         self.rules, self.probes = unit.judge_rules(), unit.load_probes()
         self.public_only, self.seed, self.limits = public_only, seed, limits

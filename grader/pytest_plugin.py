@@ -33,6 +33,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from .edition import BACKENDS, PRACTICE_NOTE, STUDENT
+
 if TYPE_CHECKING:
     from _pytest._code.code import ExceptionInfo, TerminalRepr
     from _pytest.terminal import TerminalReporter
@@ -43,7 +45,6 @@ if TYPE_CHECKING:
     from .rubric import CheckSpec, Rubric
     from .session import Session
 
-BACKENDS = ("local", "docker")
 MARKERS = {
     "visible": "a rubric check whose inputs and feedback students see",
     "hidden": "a rubric check with seeded inputs and withheld feedback",
@@ -289,7 +290,9 @@ class GradingSession:
         ok = passed == len(results)
         terminalreporter.write_line(f"{self.label}: {score:g}/{max_score:g} ({passed}/{len(results)} checks)",
                                     bold=True, green=ok, red=not ok)
-        if self.report.backend.label == "practice":
+        if STUDENT:
+            terminalreporter.write_line(PRACTICE_NOTE)
+        elif self.report.backend.label == "practice":
             terminalreporter.write_line("practice run (local backend): the official grade comes from the "
                                         "course's Docker sandbox")
 

@@ -19,7 +19,7 @@ import sys
 import tempfile
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from .errors import HarnessProtocolError
 from .paths import expected_cache_dir
@@ -32,11 +32,35 @@ if TYPE_CHECKING:  # imported lazily: the CLI starts the worker before the heavy
     from .plan import Job
 
 MEMORY_ENTRIES = 8
+
+
+class Oracle(Protocol):
+    """Where expected outputs come from: the reference worker (staff) or the shipped outputs (student)."""
+
+    official: bool  # False: a practice grade, which front ends say comes second to the staff's
+
+    def start(self) -> None: ...
+
+    def expected(self, job: Job) -> dict[str, CheckOutput]: ...
+
+    def close(self) -> None: ...
+
+
+def oracle_for(module: str) -> Oracle:
+    """The reference worker where the module's reference solution is installed (the staff package),
+    else the public checks' expected outputs shipped with the student package (grader/shipped.py)."""
+    from .shipped import ShippedOracle, has_reference
+
+    return ReferenceOracle(module) if has_reference(module) else ShippedOracle(module)
+
+
 SERVE = "import sys; sys.path[:0] = [{path!r}]; import grader.harness.run as r; r.serve({chunks!r})"
 
 
 class ReferenceOracle:
     """Expected outputs per job, from a persistent trusted worker; thread-safe."""
+
+    official = True
 
     def __init__(self, module: str) -> None:
         from . import modules

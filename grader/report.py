@@ -12,6 +12,9 @@ from rich.markup import escape
 from rich.table import Table
 
 from .models import GradeReport, shown
+from .visibility import Release
+
+PARTIAL_TOTAL = "This total covers only the checks shown here; your final score also counts checks not shown."
 
 STATUS_STYLE = {
     "passed": "[green]✔ passed[/]", "failed": "[red]✘ failed[/]", "error": "[red]✘ error[/]",
@@ -20,22 +23,31 @@ STATUS_STYLE = {
 }
 
 
-def render(report: GradeReport, console: Console, *, staff: bool = False) -> None:
-    """A compact table of checks, then the feedback of each check that did not pass."""
-    passed = sum(c.status == "passed" for c in report.checks)
-    title = (f"[bold]{escape(shown(report.submission))}[/]: [bold]{report.score:g}/{report.max_score:g}[/] "
-             f"({passed}/{len(report.checks)} checks) [dim]{report.backend.label} run, "
+def render(report: GradeReport, console: Console, *, staff: bool = False, release: Release | None = None) -> None:
+    """A compact table of checks, then the feedback of each check that did not pass. Without
+    ``staff``, only the checks a student may see now (``release``, grader.visibility) are shown,
+    and the total is theirs, saying so when other checks count."""
+    release = release if release is not None else Release()
+    checks = report.checks if staff else tuple(c for c in report.checks if release.shows(c.visibility))
+    partial = len(checks) < len(report.checks)
+    score = report.score if not partial else sum(c.score for c in checks)
+    max_score = report.max_score if not partial else sum(c.max_score for c in checks)
+    passed = sum(c.status == "passed" for c in checks)
+    title = (f"[bold]{escape(shown(report.submission))}[/]: [bold]{score:g}/{max_score:g}[/] "
+             f"({passed}/{len(checks)} checks{' shown' if partial else ''}) [dim]{report.backend.label} run, "
              f"{report.backend.name} backend[/]")
     table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
     table.add_column("check", no_wrap=True)
     table.add_column("status", no_wrap=True)
     table.add_column("points", justify="right", no_wrap=True)
     table.add_column("what it checks", overflow="fold")
-    for c in report.checks:
+    for c in checks:
         table.add_row(escape(c.id), STATUS_STYLE[c.status], f"{c.score:g}/{c.max_score:g}", escape(c.title))
     console.print(table)
-    for c in report.checks:
-        text = c.detail if staff else c.message
+    if partial:
+        console.print(f"[dim]{PARTIAL_TOTAL}[/]")
+    for c in checks:
+        text = c.detail if staff or c.visibility != "visible" else c.message
         if c.status != "passed" and text:
             console.print(f"[bold]{escape(c.id)}[/] {STATUS_STYLE[c.status]}")
             console.print(escape(text), highlight=False)

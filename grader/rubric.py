@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import tomllib
+from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +50,18 @@ class Rubric(Record):
     total_timeout_s: float = Field(gt=0, le=3600)
     checks: tuple[CheckSpec, ...]
     sha256: str
+    due_date: str | None = None  # releases the after_due_date checks (grader.visibility); ISO 8601
+    publish_date: str | None = None  # releases the after_published checks
+
+    @model_validator(mode="after")
+    def _dates(self) -> Rubric:
+        from .visibility import parse_date
+
+        for name in ("due_date", "publish_date"):
+            value = getattr(self, name)
+            if value is not None:
+                parse_date(value, name)  # a DateError is a ValueError: pydantic reports it with the field
+        return self
 
     @model_validator(mode="after")
     def _unique_ids(self) -> Rubric:
@@ -78,6 +91,11 @@ def load_rubric(path: str | Path | None = None, *, module: str | None = None) ->
         data = tomllib.loads(raw.decode("utf-8"))
     except FileNotFoundError:
         raise RubricError(f"rubric {p} not found; pass --rubric with a rubric .toml file") from None
+    except IsADirectoryError:
+        raise RubricError(f"rubric {p} is a directory; pass --rubric with a rubric .toml file") from None
+    except OSError as e:
+        raise RubricError(f"rubric {p} cannot be read ({e.strerror or e}); pass --rubric with a readable .toml file") \
+            from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
         raise RubricError(f"rubric {p} is not valid TOML: {e}") from None
     version = data.get("schema_version")
@@ -95,6 +113,9 @@ def _validate(p: Path, data: dict[str, Any], sha: str) -> Rubric:
     from .errors import ModuleUnitError
 
     defaults = data.pop("defaults", {})
+    for key in ("due_date", "publish_date"):  # TOML's own dates arrive as date/datetime objects
+        if isinstance(data.get(key), date | datetime):
+            data[key] = data[key].isoformat()
     try:
         unit = modules.get(str(data.get("module", "")))
         probes, rules = unit.load_probes(), unit.judge_rules()

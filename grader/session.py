@@ -20,7 +20,7 @@ from .sandbox import BACKENDS, Sandbox, Startable, make_sandbox
 if TYPE_CHECKING:
     from .models import GradeReport
     from .pipeline import Grader
-    from .reference import ReferenceOracle
+    from .reference import Oracle
     from .rubric import Rubric
 
 
@@ -31,7 +31,7 @@ class Session:
         self.official = official
         self.hide = tuple(hide)  # extra staff paths every sandbox of this session keeps away from students
         self._sandboxes: dict[str, Sandbox] = {}
-        self._oracles: dict[str, ReferenceOracle] = {}
+        self._oracles: dict[str, Oracle] = {}
         self._lock = threading.Lock()
         self._closed = False
 
@@ -53,15 +53,16 @@ class Session:
                 self._sandboxes[backend] = made
             return self._sandboxes[backend]
 
-    def oracle(self, module: str) -> ReferenceOracle:
-        """The trusted reference worker of a course module, made on first use."""
-        from .reference import ReferenceOracle
+    def oracle(self, module: str) -> Oracle:
+        """The expected outputs of a course module (its trusted reference worker, or in the student
+        package the shipped expected outputs), made on first use."""
+        from .reference import oracle_for
 
         with self._lock:
             if self._closed:
                 raise RuntimeError("this grading session is closed")
             if module not in self._oracles:
-                self._oracles[module] = ReferenceOracle(module)
+                self._oracles[module] = oracle_for(module)
             return self._oracles[module]
 
     def warm(self, backend: str = "local", rubric: str | Path | None = None, module: str | None = None,

@@ -43,7 +43,8 @@ class Settings:
         mode = environ.get("GRADER_LOCAL_MODE")
         root = environ.get("GRADER_AUTOGRADER_ROOT")
         return cls(
-            cache=Path(environ.get("GRADER_CACHE") or Path.home() / ".cache" / "tinytorch-grader"),
+            cache=Path(environ.get("GRADER_CACHE")
+                       or Path(environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "tinytorch-grader"),
             seed_secret=environ.get("GRADER_SEED_SECRET", "tinytorch-grader").encode(),
             daemon=environ.get("GRADER_NO_DAEMON", "").strip().lower() not in TRUE,
             daemon_idle_s=idle,

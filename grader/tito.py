@@ -7,12 +7,13 @@ TinyTorch's ``tito`` has no plugin mechanism: its commands are a hard-coded dict
 - ``GradeTestCommand``, a ``test`` command with that interface. It wraps upstream's own ``test``
   command: with ``--module``/``--notebook`` it grades, otherwise (``tito test 11``, ``--all`` ...)
   it hands the parsed arguments to upstream's command untouched;
-- ``main``, the ``tito`` entry point. When TinyTorch's ``tito`` is importable it runs upstream's own
-  ``main`` with the ``test`` entry of the command table swapped for the wrapper, so every command,
-  global option, banner and help text is upstream's. ``tito test --module ...`` itself is
-  dispatched straight to the grader without importing upstream (upstream's import alone costs more
-  than grading's budget allows, and it has side effects such as a log file in the working
-  directory). Without TinyTorch, ``tito test --module NAME [--notebook PATH]`` still works.
+- ``main``: the grading side of ``tito``. TinyTorch's own ``tito`` script reaches it through the
+  startup hook (grader/titohook.py), which hands ``tito test --module ...`` to it without
+  importing upstream's CLI (upstream's import alone costs more than grading's budget allows, and
+  it writes a log file into the working directory) and gives upstream's command table our
+  ``test`` otherwise. The same ``main`` is the ``tito-grade`` script and ``python -m grader.tito``:
+  there it runs upstream's ``main`` with our ``test`` swapped in for the call, and without
+  TinyTorch, ``tito-grade test --module NAME [--notebook PATH]`` still works.
 
 Exit status: 0 iff every graded check passed, 1 if one did not, 2 for usage errors (module not
 found, unreadable notebook, unavailable backend).
@@ -29,7 +30,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from .sandbox import BACKENDS
+from .edition import BACKENDS
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -82,6 +83,8 @@ class GradeTestCommand:
                                   help="local: practice run (default); docker: the official sandbox")),
             (("--rubric",), dict(dest="grade_rubric", metavar="TOML", type=Path,
                                  help="rubric .toml (default: the bundled rubric of the module)")),
+            (("--verbose",), dict(dest="grade_verbose", action="store_true",
+                                  help="also say where the grader keeps its cache and its daemon's socket")),
         ]
         for flags, kwargs in options:
             try:
@@ -137,9 +140,28 @@ def grade_command(args: argparse.Namespace) -> int:
     except LocateError as e:
         errors.print(f"[red]error:[/] {escape(str(e))}", highlight=False)
         return EXIT_USAGE
+    use_daemon = getattr(args, "grade_use_daemon", True)
+    if getattr(args, "grade_verbose", False):
+        _say_where(errors, use_daemon)
     return run_request(tito_request(work, rubric, backend=getattr(args, "grade_backend", "local"),
                                     hidden=bool(getattr(args, "grade_hidden", False))),
-                       use_daemon=getattr(args, "grade_use_daemon", True))
+                       use_daemon=use_daemon)
+
+
+def _say_where(errors: Console, use_daemon: bool) -> None:
+    """Where this grader writes: its cache (sandbox bundle, expected outputs) and the daemon's socket."""
+    from . import daemon
+    from .paths import cache_root
+
+    socket = daemon.socket_path()
+    if not (use_daemon and daemon.enabled()):
+        state = "not used (GRADER_NO_DAEMON)"
+    elif socket.exists():
+        state = "a daemon is listening there"
+    else:
+        state = "none yet: one starts in the background after this run"
+    errors.print(f"grader cache: {cache_root()}", highlight=False, markup=False)
+    errors.print(f"grader daemon socket: {socket} ({state})", highlight=False, markup=False)
 
 
 def _resolve(module: str | None, notebook: Path | None, rubric: Path | None) -> tuple[ModuleWork, Path | None]:
@@ -148,6 +170,8 @@ def _resolve(module: str | None, notebook: Path | None, rubric: Path | None) -> 
 
     ref = parse_module(module) if module else None
     if notebook is not None:
+        if notebook.is_dir():
+            raise LocateError(f"--notebook {notebook}: is a directory; give your notebook file")
         if not notebook.is_file():
             raise LocateError(f"--notebook {notebook}: no such file")
         work = ModuleWork(notebook, ref.number if ref else None, (ref.name if ref else None) or "")
@@ -214,7 +238,7 @@ def main(argv: Sequence[str] | None = None, *, use_daemon: bool = True) -> int:
     """The ``tito`` console script: upstream's tito with ``tito test --module``; see the module docstring."""
     args = list(sys.argv[1:] if argv is None else argv)
     try:
-        if _is_grading_call(args):
+        if is_grading_call(args):
             parsed = standalone_parser().parse_args(args)
             parsed.grade_use_daemon = use_daemon
             return GradeTestCommand().execute(parsed)
@@ -235,7 +259,7 @@ def main(argv: Sequence[str] | None = None, *, use_daemon: bool = True) -> int:
         return EXIT_INTERRUPTED
 
 
-def _is_grading_call(args: Sequence[str]) -> bool:
+def is_grading_call(args: Sequence[str]) -> bool:
     """``test`` first, a grading flag after it, and no help request: the one shape we answer directly."""
     if not args or args[0] != "test" or any(a in ("-h", "--help") for a in args):
         return False
@@ -277,10 +301,22 @@ def _run_upstream(module: Any, args: list[str]) -> int:
             module.TinyTorchCLI = cli_class
 
 
+def extend_upstream(module: ModuleType) -> None:
+    """Give upstream's ``tito.main`` our ``test`` command for good (the startup hook, grader/titohook.py)."""
+    cli_class = getattr(module, "TinyTorchCLI", None)
+    if isinstance(cli_class, type):
+        module.TinyTorchCLI = _with_grading(cli_class)  # type: ignore[attr-defined]
+
+
 def _with_grading(cli_class: type) -> type:
     """A subclass of upstream's CLI whose command table has our ``test`` wrapping upstream's."""
 
+    if getattr(cli_class, "_tinytorch_grader", False):
+        return cli_class  # extended already (the startup hook, then tito-grade in the same process)
+
     class TinyTorchCLIWithGrading(cli_class):  # type: ignore[misc]
+        _tinytorch_grader = True
+
         def __init__(self, *a: Any, **kw: Any) -> None:
             super().__init__(*a, **kw)
             commands = getattr(self, "commands", None)

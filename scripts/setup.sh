@@ -12,3 +12,7 @@ if [ ! -f "$stamp" ]; then
   .venv/bin/python -m pip install --quiet -e '.[dev,docker,service]'
   touch "$stamp"
 fi
+# An editable install from before dev-mode-exact left empty folders in site-packages/grader; such a
+# folder is a namespace package that would shadow the editable `grader`.
+sp=$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+if [ -d "$sp/grader" ] && [ -z "$(find "$sp/grader" -type f -print -quit)" ]; then rm -rf "$sp/grader"; fi

@@ -17,7 +17,7 @@ def grader(*args: str | Path) -> subprocess.CompletedProcess[str]:
 
 def test_all_passed_exits_0_and_prints_the_table(tmp_path: Path) -> None:
     out = tmp_path / "r.json"
-    run = grader("grade", SUBMISSIONS / "correct_tinytorch.ipynb", "--json", out)
+    run = grader("grade", SUBMISSIONS / "correct_tinytorch.ipynb", "--json", out, "--staff")
     assert run.returncode == 0, run.stderr
     assert "100/100" in run.stdout and "practice run" in run.stdout
     report = json.loads(out.read_text())
@@ -37,7 +37,7 @@ def test_bad_input_exits_2_with_a_one_line_error_and_no_traceback(tmp_path: Path
     run = grader("grade", bad, SUBMISSIONS / "correct_tinytorch.ipynb")
     assert run.returncode == 2
     assert "broken.ipynb: not valid JSON" in run.stderr and "Traceback" not in run.stderr
-    assert "100/100" in run.stdout  # the good file is still graded
+    assert "94/94 (28/28 checks shown)" in run.stdout  # the good file is still graded
 
 
 def test_bad_rubric_exits_2(tmp_path: Path) -> None:
@@ -83,3 +83,19 @@ def test_hostile_files_cost_only_themselves_and_the_json_is_written(tmp_path: Pa
     assert [r["submission"] for r in reports] == ["correct_tinytorch.ipynb", "hostile.ipynb", "bomb.py",
                                                    "bug_sin_exponent.ipynb"]
     assert reports[1]["score"] == 100 and len(reports[1]["extraction"]["syntax_errors"]) == 2
+
+
+def test_students_see_nothing_of_hidden_or_unreleased_checks_and_the_total_says_so() -> None:
+    """Gradescope's visibility levels in the table: a hidden check never, an after_due_date one
+    only from the due date on (--due-date, or the rubric's); --staff shows everything."""
+    bug = SUBMISSIONS / "bug_backward_overwrite.ipynb"  # fails grad_batch (hidden) and its visible twin
+    student = grader("grade", bug)
+    assert student.returncode == 1
+    assert "grad_batch " not in student.stdout and "layer_sin_values " not in student.stdout
+    assert "checks shown" in student.stdout and "This total covers only the checks shown here" in student.stdout
+    released = grader("grade", bug, "--due-date", "2000-01-01")
+    assert "layer_sin_values " in released.stdout and "grad_batch " not in released.stdout
+    staff = grader("grade", bug, "--staff")
+    assert "grad_batch " in staff.stdout and "checks shown" not in staff.stdout
+    bad = grader("grade", bug, "--due-date", "soon")
+    assert bad.returncode == 2 and "due date 'soon' is not a date" in bad.stderr and "Traceback" not in bad.stderr

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -77,3 +78,33 @@ def test_a_malformed_request_is_refused_not_executed() -> None:
 
     reply = daemon._handle_safely({"command": "rm -rf", "paths": "/"}, session=None)  # type: ignore[arg-type]
     assert reply["exit"] == 2 and "internal grader error" in str(reply["stderr"])
+
+
+def test_the_daemon_lives_in_the_users_cache_directory_however_deep(tmp_path: Path) -> None:
+    """No GRADER_CACHE: the socket and caches go to $XDG_CACHE_HOME/tinytorch-grader, also when that
+    path is longer than a Unix socket address may be; ``tito-grade test --module --verbose`` says where."""
+    xdg = tmp_path / ("deep" * 30)
+    env = {k: v for k, v in os.environ.items() if k not in ("GRADER_CACHE", "GRADER_NO_DAEMON")}
+    env.update(XDG_CACHE_HOME=str(xdg), GRADER_DAEMON_IDLE_S="60")
+    notebook = shutil.copyfile(SUBMISSIONS / "correct_alt_style.ipynb", tmp_path / "mine.ipynb")
+
+    def tito() -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "grader.tito", "test", "--module", "embeddings", "--notebook",
+                               str(notebook), "--verbose"], cwd=tmp_path, env=env, capture_output=True, text=True,
+                              timeout=120)
+
+    try:
+        first = tito()
+        assert first.returncode == 0, first.stderr
+        cache = xdg / "tinytorch-grader"
+        assert f"grader cache: {cache}" in first.stderr and "one starts in the background after this run" in first.stderr
+        deadline = time.monotonic() + 30
+        while not list((cache / "daemon").glob("*.sock")) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        (sock,) = (cache / "daemon").glob("*.sock")
+        assert len(str(sock)) > 108  # reached through /proc/self/fd
+        second = tito()
+        assert second.returncode == 0 and f"grader daemon socket: {sock} (a daemon is listening there)" in second.stderr
+        assert second.stdout == first.stdout
+    finally:
+        subprocess.run([sys.executable, "-m", "grader.cli", "daemon", "stop"], env=env, capture_output=True, timeout=30)

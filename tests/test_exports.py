@@ -40,7 +40,7 @@ def report(rubric: Rubric, score: float, failing: tuple[str, ...] = ()) -> Grade
     for spec in rubric.checks:
         ok = spec.id not in failing
         message = "" if ok else (f"Called: f()\nout: differs\nLikely cause: {spec.id} is wrong." if spec.public
-                                 else "This hidden check did not pass (failed); its details are not shown.")
+                                 else "Did not pass. Its details are for the course staff only.")
         checks.append(CheckResult(id=spec.id, title=spec.title, status="passed" if ok else "failed",
                                   score=spec.points if ok else 0.0, max_score=spec.points,
                                   visibility=spec.visibility, message=message,
@@ -111,7 +111,8 @@ def test_gradebook_keeps_everyone_and_reports_every_problem(book: Gradebook) -> 
     assert "1 submission(s) have no roster entry (unknown id); exported with the identity their submission gives: dave" \
         in problems
     assert "bob: exported with 0 because it was not graded (invalid submission: bob.ipynb" in problems
-    assert "carol: exported with 0 because it was not graded (could not be graded: sandbox unavailable" in problems
+    assert "carol: exported with a blank score, not 0, because the grader failed (could not be graded: sandbox " \
+        "unavailable" in problems
 
 
 def test_scores_are_the_stored_ones_never_recomputed(rubric: Rubric) -> None:
@@ -141,7 +142,7 @@ def test_canvas_header_points_possible_row_and_rows_field_by_field(book: Gradebo
     students = by_first(rows[2:], 1)
     assert students["98765"] == ["Doe, Jane", "98765", "s1234567", "jdoe", "CS249r-01", "77.25"]
     assert students["98766"] == ["Müller, Zoë", "98766", "s2", "zmuller", "CS249r-01", "100"]
-    assert students["98767"][-1] == "0" and students["98768"][-1] == "0"  # invalid, failed_to_grade
+    assert students["98767"][-1] == "0" and students["98768"][-1] == ""  # invalid: 0; failed_to_grade: blank
     assert students["98769"] == ["Erin Gray", "98769", "s5", "erin", "CS249r-02", "0"]  # missing
     assert students["98770"][0] == "'=HYPERLINK(\"http://evil.example\",\"x\")"  # never a formula
     # unknown to the roster: left out, since Canvas would match it by the name the submission gives
@@ -155,7 +156,8 @@ def test_canvas_without_an_assignment_id_creates_a_new_assignment(results_dir: P
 
 
 def test_canvas_file_is_utf8_without_bom(results_dir: Path, book: Gradebook) -> None:
-    args = parse(["export", "--format", "canvas", str(results_dir), "--canvas-assignment-id", "123456"])
+    args = parse(["export", "--format", "canvas", str(results_dir), "--canvas-assignment-id", "123456",
+                  "--allow-unmatched"])
     assert export_command(args) == 0
     data = (results_dir / "exports" / "canvas.csv").read_bytes()
     assert not data.startswith(b"\xef\xbb\xbf") and "Müller, Zoë".encode() in data
@@ -172,14 +174,15 @@ def test_moodle_columns_and_rows_field_by_field(book: Gradebook) -> None:
     students = by_first(rows[1:], 2)
     zoe = students["s2"]
     assert zoe[:7] == ["Zoë", "Müller", "s2", "", "", "Zoe.Muller@Example.org", "100"]  # e-mail case kept
-    assert zoe[7].startswith("Score: 100/100.")
+    assert zoe[7].startswith("Score on the checks shown: 94/94.")  # a hidden and an after-due-date check: not shown
     jane = students["s1234567"]
     assert jane[:7] == ["Jane", "Doe", "s1234567", "", "", "jane.doe@example.org", "77.25"]
     assert "Checks to fix: sin_values." in jane[7] and SECRET not in jane[7]
-    assert "1 never released to students" in jane[7]
+    assert "Not shown yet: 1 check, released after the due date." in jane[7] and "hidden" not in jane[7]
+    assert "your final score also counts checks not shown" in jane[7]
     bob = students["s3"]
     assert bob[6] == "0" and "not valid JSON &lt;script&gt;x&lt;/script&gt;" in bob[7] and "<script>" not in bob[7]
-    assert students["s4"][6] == "0" and "problem on the grading side" in students["s4"][7]
+    assert students["s4"][6] == "" and "problem on the grading side" in students["s4"][7]  # blank, not 0
     assert students["s5"][6:] == ["0", "No submission was received."]
     assert students["dave"][:2] == ["Eve", "Dave"]  # no roster: ID number falls back to the student id
 
@@ -195,9 +198,11 @@ def test_nbgrader_columns_and_score_is_raw_minus_penalty(book: Gradebook) -> Non
     assert students["jdoe"] == ["Module 11 Embeddings", "2026-03-02 23:59:00", "2026-03-01 09:30:00", "jdoe", "Doe",
                                 "Jane", "jane.doe@example.org", "77.25", "0.0", "77.25", "100.0"]
     assert students["erin"][2] == "" and students["erin"][7:] == ["0.0", "0.0", "0.0", "100.0"]  # missing
-    assert students["bob"][2] == "2026-03-01 09:30:00" and students["bob"][9] == "0.0"  # submitted, not graded
+    assert students["bob"][2] == "2026-03-01 09:30:00" and students["bob"][9] == "0.0"  # submitted, invalid
+    assert students["carol"][7:10] == ["", "", ""]  # the grader failed: blank, never 0
     for r in rows[1:]:
-        assert float(r[9]) == max(0.0, float(r[7]) - float(r[8]))
+        if r[3] != "carol":
+            assert float(r[9]) == max(0.0, float(r[7]) - float(r[8]))
     assert len(rows) == 1 + len(book.rows)
 
 
@@ -221,6 +226,7 @@ def test_otter_points_per_question_row_and_grading_status(book: Gradebook, rubri
     assert bob["grading_status"].startswith("invalid submission: bob.ipynb: not valid JSON")
     assert all(bob[i] == "0.0" for i in ids) and bob["total_points_earned"] == "0.0"
     assert files["carol.ipynb"][-1] == "could not be graded: sandbox unavailable: docker is not running"
+    assert set(files["carol.ipynb"][1:-1]) == {""}  # blank, never 0
     assert files["erin"][-1] == "no submission"
     assert "dave/11_embeddings.ipynb" in files  # a file name that does not say whose it is
 
@@ -230,7 +236,7 @@ def test_otter_points_per_question_row_and_grading_status(book: Gradebook, rubri
 
 def test_gradescope_results_json_per_submission_with_visibility_per_check(book: Gradebook, rubric: Rubric) -> None:
     files = {str(f.path): json.loads(f.text) for f in EXPORTERS["gradescope"].render(book)}
-    assert sorted(files) == sorted(f"{s}/results.json" for s in ("jdoe", "zmuller", "bob", "carol", "dave"))
+    assert sorted(files) == sorted(f"{s}/results.json" for s in ("jdoe", "zmuller", "bob", "dave"))  # carol: failed
     jane = files["jdoe/results.json"]
     assert jane["score"] == 77.25 and jane["stdout_visibility"] == "hidden"
     assert [t["visibility"] for t in jane["tests"]] == [c.visibility for c in rubric.checks]
@@ -238,17 +244,19 @@ def test_gradescope_results_json_per_submission_with_visibility_per_check(book: 
     tests = {t["tags"][0]: t for t in jane["tests"]}
     assert tests["sin_values"]["status"] == "failed" and tests["sin_values"]["score"] == 0.0
     assert tests["sin_values"]["output"].startswith("Called: f()\nout: differs")
-    assert tests["grad_batch"]["visibility"] == "hidden" and "details are not shown" in tests["grad_batch"]["output"]
+    # Gradescope withholds a hidden test from students: the file keeps the staff diagnosis for staff
+    assert tests["grad_batch"]["visibility"] == "hidden" and SECRET in tests["grad_batch"]["output"]
     assert tests["emb_shape"] == {"score": 4.0, "max_score": 4.0, "status": "passed",
-                                  "name": "emb_shape: Embedding output shapes for 1-D and 2-D ids",
+                                  "name": "emb_shape: Embedding output shapes for 1-D, 2-D and empty ids",
                                   "name_format": "text", "number": "1", "output": "", "output_format": "text",
                                   "tags": ["emb_shape"], "visibility": "visible"}
-    assert SECRET not in json.dumps(files)
+    assert SECRET not in jane["output"] and not any(SECRET in t["output"] for t in jane["tests"]
+                                                    if t["visibility"] == "visible")
     bob = files["bob/results.json"]
     assert bob["score"] == 0.0 and bob["extra_data"]["status"] == "invalid"
     assert all(t["score"] == 0.0 and t["status"] == "failed" for t in bob["tests"])
     assert "not valid JSON" in bob["output"]
-    assert "sandbox unavailable" not in json.dumps(files["carol/results.json"])  # a grader fault stays staff-side
+    assert "sandbox unavailable" not in json.dumps(files)  # a grader fault stays staff-side
 
 
 # ---- plain CSV ----------------------------------------------------------------------------
@@ -266,6 +274,7 @@ def test_plain_csv_has_status_and_reason_for_everyone(book: Gradebook) -> None:
     assert students["jdoe"]["percent"] == "77.25" and students["jdoe"]["sin_values"] == "0"
     assert students["bob"]["score"] == "0" and students["bob"]["emb_shape"] == ""
     assert students["carol"]["reason"] == "sandbox unavailable: docker is not running"
+    assert (students["carol"]["score"], students["carol"]["percent"]) == ("", "")
 
 
 # ---- roster -------------------------------------------------------------------------------
@@ -316,7 +325,9 @@ def test_a_canvas_gradebook_export_works_as_a_roster() -> None:
 
 def test_roster_that_cannot_be_used_raises_with_the_fix(tmp_path: Path) -> None:
     with pytest.raises(RosterError, match="no student id column"):
-        parse_roster("name,email\nAnn,ann@example.org\n")
+        parse_roster("name,section\nAnn,S1\n")
+    with pytest.raises(RosterError, match="a header but no students"):
+        parse_roster("student_id,name\n\n")
     with pytest.raises(RosterError, match="empty"):
         parse_roster("")
     with pytest.raises(RosterError, match="line 3: not valid CSV"):
@@ -340,21 +351,24 @@ def parse(argv: list[str]) -> argparse.Namespace:
 
 def test_export_command_writes_the_default_file_and_reports_problems(results_dir: Path,
                                                                      capsys: pytest.CaptureFixture[str]) -> None:
-    assert export_command(parse(["export", "--format", "nbgrader", str(results_dir)])) == 0
+    assert export_command(parse(["export", "--format", "nbgrader", str(results_dir), "--allow-unmatched"])) == 0
     out, err = capsys.readouterr()
     assert (results_dir / "exports" / "nbgrader.csv").is_file()
     assert "7 students (3 graded, 1 invalid, 1 could not be graded, 2 missing)" in out
     assert "warning: 2 student(s) in the roster have no submission" in err
-    assert export_command(parse(["export", "--format", "nbgrader", str(results_dir), "--strict"])) == 1
+    assert export_command(parse(["export", "--format", "nbgrader", str(results_dir), "--strict",
+                                 "--allow-unmatched"])) == 1
 
 
 def test_export_command_out_paths_and_gradescope_folder(results_dir: Path, tmp_path: Path) -> None:
     target = tmp_path / "elsewhere" / "grades.csv"
-    assert export_command(parse(["export", "--format", "csv", str(results_dir), "--out", str(target)])) == 0
+    assert export_command(parse(["export", "--format", "csv", str(results_dir), "--out", str(target),
+                                 "--allow-unmatched"])) == 0
     assert target.read_text(encoding="utf-8").startswith("student_id,")
     folder = tmp_path / "gs"
-    assert export_command(parse(["export", "--format", "gradescope", str(results_dir), "--out", str(folder)])) == 0
-    assert sorted(p.name for p in folder.iterdir()) == ["bob", "carol", "dave", "jdoe", "zmuller"]
+    assert export_command(parse(["export", "--format", "gradescope", str(results_dir), "--out", str(folder),
+                                 "--allow-unmatched"])) == 0
+    assert sorted(p.name for p in folder.iterdir()) == ["bob", "dave", "jdoe", "zmuller"]  # carol: grader failed
     assert json.loads((folder / "jdoe" / "results.json").read_text(encoding="utf-8"))["score"] == 77.25
 
 
@@ -363,7 +377,7 @@ def test_export_command_errors_are_one_line_with_exit_2(tmp_path: Path, results_
     assert export_command(parse(["export", "--format", "canvas", str(tmp_path / "nothing")])) == 2
     assert "run 'grader batch SOURCE --out" in capsys.readouterr().err
     bad = tmp_path / "bad.csv"
-    bad.write_text("name\nAnn\n", encoding="utf-8")
+    bad.write_text("name\nAnn\n", encoding="utf-8")  # no id, no e-mail
     assert export_command(parse(["export", "--format", "canvas", str(results_dir), "--roster", str(bad)])) == 2
     assert "no student id column" in capsys.readouterr().err
 

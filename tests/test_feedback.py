@@ -13,6 +13,7 @@ import shutil
 import struct
 import xml.etree.ElementTree as ET
 import zlib
+from datetime import UTC, datetime, timedelta
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,7 @@ from grader.feedback.summary_html import render_summary_html
 from grader.feedback.view import CheckView, StudentView
 from grader.models import BackendInfo, CheckResult, ExtractionSummary, Figure, GradeReport
 from grader.rubric import Rubric, load_rubric
+from grader.visibility import DateError, Release, release_for
 
 ROOT = Path(__file__).resolve().parents[1]
 HOSTILE_NAME = "<script>alert(1)</script> ](javascript:alert(2)) [x](javascript:alert(3)) [y](https://evil.example/)"
@@ -51,7 +53,7 @@ def make_report(rubric: Rubric, *, fail: dict[str, str] | None = None, figures: 
     checks = []
     for spec in rubric.checks:
         if spec.id in fail:
-            redacted = f"This {spec.visibility.replace('_', ' ')} check did not pass (failed); its details are not shown."
+            redacted = "Did not pass. Its details are not shown yet."
             message = fail[spec.id] if spec.public else redacted
             checks.append(CheckResult(id=spec.id, title=spec.title, status="failed", score=0.0, max_score=spec.points,
                                       visibility=spec.visibility, message=message,
@@ -160,16 +162,42 @@ def test_html_draws_visible_figures_as_three_heatmaps_and_never_hidden_ones(host
     assert (width, height) == (4 * 24, 6 * 24)
 
 
-def test_hidden_checks_show_only_their_message_and_when_they_are_released(hostile: StoredResult,
+def test_hidden_and_unreleased_checks_show_nothing_and_the_total_says_so(hostile: StoredResult,
                                                                          rubric: Rubric) -> None:
-    view = student_view(hostile, rubric)
+    """Gradescope's levels: a hidden check shows nothing, ever; an after_due_date one nothing until
+    the due date; the total counts only what is shown, and says so."""
+    now = datetime(2026, 3, 1, 12, tzinfo=UTC)
+    shown_points = sum(c.points for c in rubric.checks if c.visibility == "visible")
+    lost = sum(c.points for c in rubric.checks if c.id in ("emb_index_error", "sin_values"))  # the failed visible ones
+    view = student_view(hostile, rubric, release=Release(due_date=now + timedelta(days=1), now=now))
+    assert {c.visibility for c in view.checks} == {"visible"}
+    assert view.max_score == shown_points and view.score == shown_points - lost
     for text in (render_html(view), render_markdown(view)):
-        assert SECRET not in text
-        assert "hidden cause" not in text
-        assert "2 checks are not shown in detail: 1 released after the due date, 1 never released to students" \
-            in text.replace("\\", "")
-    hidden = {c.id: c for c in view.checks}["grad_batch"]
-    assert hidden.figures == () and "did not pass" in hidden.message
+        plain = text.replace("\\", "")
+        assert SECRET not in text and "hidden cause" not in text
+        for check_id in ("grad_batch", "layer_sin_values"):  # no row: no status, no points, not even the name
+            assert f"<td>{check_id}</td>" not in plain and f"| {check_id} |" not in plain
+        assert "Not shown yet: 1 check, released after the due date." in plain
+        assert "This total covers only the checks shown here" in plain
+        assert f"{shown_points - lost:g} / {shown_points:g}" in plain
+    after = student_view(hostile, rubric, release=Release(due_date=now - timedelta(days=1), now=now))
+    released = {c.id: c for c in after.checks}
+    assert "grad_batch" not in released  # hidden: never
+    assert released["layer_sin_values"].message == f"Called: {SECRET}"  # its full diagnosis, once released
+    assert "| layer_sin_values |" in render_markdown(after).replace("\\", "")
+    assert "Not shown yet" not in render_markdown(after)
+
+
+def test_the_release_dates_come_from_the_rubric_or_the_command_line(rubric: Rubric) -> None:
+    dated = rubric.model_copy(update={"due_date": "2026-03-02"})
+    now = datetime(2026, 3, 2, 12, tzinfo=UTC)
+    assert not release_for(None, None, now=now).shows("after_due_date")
+    assert not release_for(dated.due_date, None, now=now).shows("after_due_date")  # the end of that day
+    assert release_for(dated.due_date, None, due_date="2026-03-01T00:00:00Z", now=now).shows("after_due_date")
+    assert release_for(None, None, publish_date="2026-03-02T11:00", now=now).shows("after_published")
+    assert not release_for(None, None, publish_date="2026-03-02T11:00", now=now).shows("hidden")
+    with pytest.raises(DateError, match="not a date"):
+        release_for(None, None, due_date="next friday")
 
 
 def test_not_graded_pages_explain_without_leaking_grader_internals(rubric: Rubric) -> None:
@@ -197,15 +225,15 @@ def test_every_text_of_a_student_page_is_escaped(graded: bool) -> None:
     message = f"Called: {PWN}\n{PWN}\nLikely cause: {PWN}\nHint: {PWN}"
     visible = CheckView(id=f"c{PWN}", title=PWN, status="failed", score=0.0, max_score=1.0, visibility="visible",
                         message=message, figures=(Figure(name=PWN, got=((1.0, 2.0),), expected=((2.0, 2.0),)),))
-    hidden = CheckView(id=f"h{PWN}", title=PWN, status="failed", score=0.0, max_score=1.0, visibility="hidden",
-                       message=PWN, figures=())
+    released = CheckView(id=f"h{PWN}", title=PWN, status="failed", score=0.0, max_score=1.0,
+                         visibility="after_due_date", message=PWN, figures=())
     view = StudentView(student_id=PWN, name=PWN, file_name=PWN, assignment=PWN, status="graded", status_text=PWN,
-                       score=0.0 if graded else None, max_score=2.0, checks=(visible, hidden), notes=(PWN,),
+                       score=0.0 if graded else None, max_score=2.0, checks=(visible, released), notes=(PWN,),
                        practice=True)
     page = render_html(view)
     assert_shown_as_text(page)
     if graded:
-        assert page.count('<section class="check"') == 1 and len([t for t, _ in tags_of(page) if t == "img"]) == 3
+        assert page.count('<section class="check"') == 2 and len([t for t, _ in tags_of(page) if t == "img"]) == 3
 
 
 # ---- student Markdown ---------------------------------------------------------------------
@@ -317,7 +345,7 @@ def test_summary_counts_pass_rates_histogram_and_warns_on_a_check_nearly_everyon
     assert sum(summary["histogram"]["counts"]) == 5 and len(summary["histogram"]["edges"]) == 11
     assert any(w.startswith("emb_xavier: 5 of 5 graded submissions fail it") for w in summary["warnings"])
     assert any("could not be graded" in w for w in summary["warnings"])
-    assert summary["visibility"] == {"visible": 26, "hidden": 1, "after_due_date": 1}
+    assert summary["visibility"] == {"visible": 28, "hidden": 1, "after_due_date": 1}
 
 
 def test_top_failure_causes_group_variants_that_differ_only_in_numbers(rubric: Rubric) -> None:

@@ -31,8 +31,10 @@ from .conftest import ROOT, write_notebook
 
 TARGETS = ("Embedding", "PositionalEncoding", "create_sinusoidal_embeddings", "EmbeddingLayer")
 
-# Graded in CI: two per operator across the reference and both generations, all killed by today's
-# checks, plus two reviewed equivalents that a correct grader can never kill.
+# Graded in CI, all killed by today's checks unless marked equivalent: at least two per operator
+# across the reference and both generations, then one or more per kind of gap the full run once
+# found (each comment names the check that now catches it), then reviewed equivalents, which a
+# correct grader can never kill.
 CI_SAMPLE = (
     "correct_newer_generation/Embedding.__init__@8:26/constant/double",
     "correct_tinytorch/create_sinusoidal_embeddings@16:32/constant/half",
@@ -51,8 +53,29 @@ CI_SAMPLE = (
     "correct_newer_generation/PositionalEncoding.__init__@9:42/drop_kwarg/requires_grad",
     "correct_alt_style/Embedding.forward@3:51/drop_kwarg/axis",
     "embeddings/Embedding.forward@6:44/compare/GtE-Gt",
-    "correct_newer_generation/EmbeddingFunction.backward@18:71/constant/plus1",  # equivalent: reshape(n, -2)
-    "embeddings/create_sinusoidal_embeddings@8:44/drop_kwarg/requires_grad",  # equivalent: the default
+    # the gaps, by kind
+    "embeddings/Embedding.forward@11:52/dtype/int16",  # ids wrap at 32768: emb_large_ids
+    "embeddings/Embedding.forward@6:11/boolean/any-all",  # one bad id among good ones: emb_index_error
+    "embeddings/Embedding.forward@4:43/boolean/any-all",  # a fractional id among whole ones: emb_bad_ids
+    "embeddings/Embedding.forward@4:15/boolean/all-any",  # no ids at all rejected: emb_shape
+    "embeddings/PositionalEncoding.__init__@4:26/constant/half",  # position table bound: pe_init
+    "correct_grad_fn_handoff/PositionalEncoding.forward@6:8/delete/stmt",  # no embed_dim check: pe_bad_shape
+    "correct_newer_generation/PositionalEncoding.forward@9:8/delete/stmt",  # numpy's error only: pe_bad_shape
+    "correct_newer_generation/EmbeddingLayer.forward@13:12/delete/stmt",  # sinusoid length: layer_sin_too_long
+    "correct_alt_style/EmbeddingLayer.__init__@0:75/constant/minus1",  # max_seq_len=511: layer_defaults
+    "correct_newer_generation/PositionalEncoding.forward@19:42/slice/drop-lower",  # start_pos ignored: pe_start_pos
+    "embeddings/_check_start@2:98/constant/minus1",  # start_pos=-1 accepted: pe_start_pos
+    "correct_newer_generation/PositionalEncoding.forward@11:11/boolean/or-and",  # start_pos=-1 accepted
+    "correct_student_backward/PositionalEncoding.forward@8:12/delete/stmt",  # start_pos unchecked
+    "correct_grad_fn_handoff/EmbeddingLayer.__init__@2:8/delete/stmt",  # no vocab_size: layer_attrs
+    "correct_tinytorch/EmbeddingLayer.__init__@18:12/delete/stmt",  # no pos_encoding in None mode: layer_attrs
+    "correct_alt_style/create_sinusoidal_embeddings@18:36/constant/flip",  # trainable sinusoids: sin_fixed
+    "correct_student_backward/EmbeddingFunction.backward@10:56/dtype/float16",  # float16 gradient: grad_accumulate
+    "correct_alt_style/TableLookupBackward.apply@4:49/dtype/float16",  # float16 upstream: grad_accumulate
+    # reviewed equivalents
+    "correct_newer_generation/EmbeddingFunction.backward@18:71/constant/plus1",  # reshape(n, -2)
+    "embeddings/create_sinusoidal_embeddings@8:44/drop_kwarg/requires_grad",  # the default
+    "correct_tinytorch/EmbeddingLayer.forward@14:12/delete/stmt",  # as the older course's own solution
 )
 
 SNIPPET = '''import numpy as np
@@ -236,6 +259,14 @@ def seeded_grader() -> Iterator[Any]:
         yield g
 
 
+def test_the_ci_sample_covers_every_operator_in_every_generation(real_mutants: list[Mutant]) -> None:
+    generation = {m.id: m.source.generation for m in real_mutants}
+    for gen in ("reference", "older", "newer"):
+        assert {i for i in CI_SAMPLE if generation.get(i) == gen}, gen
+    assert {i.split("/")[-2] for i in CI_SAMPLE} == set(OPERATORS)
+    assert len(set(CI_SAMPLE)) == len(CI_SAMPLE)
+
+
 def test_the_ci_sample_is_killed_unless_reviewed_equivalent(real_mutants: list[Mutant], seeded_grader: Any) -> None:
     by_id = {m.id: m for m in real_mutants}
     assert not (missing := [i for i in CI_SAMPLE if i not in by_id]), f"mutants no longer generated: {missing}"
@@ -253,7 +284,7 @@ def selftest(*args: str | Path) -> subprocess.CompletedProcess[str]:
 def test_command_gate_fails_on_an_unreviewed_survivor_and_passes_once_reviewed(tmp_path: Path) -> None:
     empty = tmp_path / "none.toml"
     empty.write_text("schema_version = 1\n", encoding="utf-8")
-    survivor, killed = CI_SAMPLE[-1], CI_SAMPLE[3]  # both mutants of the reference
+    survivor, killed = CI_SAMPLE[-2], CI_SAMPLE[3]  # both mutants of the reference
     run = selftest("--mutants", "--only", survivor, "--only", killed, "--equivalents", empty)
     assert run.returncode == 1, run.stderr
     assert "1 mutant(s) survived" in run.stdout and survivor in run.stdout and "- return Tensor(" in run.stdout

@@ -56,7 +56,7 @@ def test_loaded_through_its_entry_point_and_inert_without_a_submission(pytester:
 
         def test_grader_stays_unimported():
             loaded = sorted(m for m in sys.modules if m == "grader" or m.startswith("grader."))
-            assert loaded == ["grader", "grader.pytest_plugin"], loaded
+            assert loaded == ["grader", "grader.edition", "grader.pytest_plugin"], loaded  # edition: constants only
     """)
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-v", timeout=120)
     result.assert_outcomes(passed=1)
@@ -81,7 +81,7 @@ def test_a_buggy_submission_one_item_per_check_feedback_points_and_junit(run: Ru
         "Called: Embedding(4, 2) backward*",
         "Likely cause: row 0 received 1x the gradient instead of 2x*",
         "grad_batch failed, 0/3 points: *",
-        "This hidden check did not pass*",  # the student-safe message, not the staff detail
+        "Did not pass. Its details are for the course staff only.",  # the student-safe message, not the staff detail
         f"module 11 embeddings: {golden['score']:g}/{golden['max_score']:g} ({passed}/{len(checks)} checks)",
         "practice run (local backend)*",
     ])
@@ -100,7 +100,7 @@ def test_a_buggy_submission_one_item_per_check_feedback_points_and_junit(run: Ru
 def test_k_selects_checks_and_the_summary_counts_only_those(run: Run, pytester: pytest.Pytester) -> None:
     result = run("--grade", submission(pytester, BUGGY), "-k", "emb_ and not xavier")
     assert result.ret == pytest.ExitCode.OK
-    result.assert_outcomes(passed=7, deselected=21)
+    result.assert_outcomes(passed=7, deselected=23)
     result.stdout.fnmatch_lines(["module 11 embeddings: 24/24 (7/7 checks)"])
 
 
@@ -113,9 +113,9 @@ def test_x_stops_at_the_first_failed_check(run: Run, pytester: pytest.Pytester) 
 def test_visibility_markers_select_checks_without_grading(run: Run, pytester: pytest.Pytester) -> None:
     sub = submission(pytester, BUGGY)
     hidden = run("--grade", sub, "--collect-only", "-q", "-m", "hidden", "--strict-markers")
-    hidden.stdout.fnmatch_lines([f"{BUGGY}::grad_batch", "1/28 tests collected (27 deselected)*"])
+    hidden.stdout.fnmatch_lines([f"{BUGGY}::grad_batch", "1/30 tests collected (29 deselected)*"])
     public = run("--grade", sub, "--collect-only", "-q", "-m", "not hidden and not after_due_date")
-    public.stdout.fnmatch_lines(["26/28 tests collected (2 deselected)*"])
+    public.stdout.fnmatch_lines(["28/30 tests collected (2 deselected)*"])
     public.stdout.no_fnmatch_line("*::grad_batch")
     public.stdout.no_fnmatch_line("*- grade -*")  # collecting does not grade
 
@@ -127,16 +127,16 @@ def test_module_finds_the_students_notebook_in_a_tinytorch_checkout(run: Run, py
     pytester.makeini("[pytest]\ntestpaths = tests\n")
     result = run("--module", "11")
     assert result.ret == pytest.ExitCode.OK
-    result.assert_outcomes(passed=28)  # the course's own tests (testpaths) are not collected
+    result.assert_outcomes(passed=30)  # the course's own tests (testpaths) are not collected
     result.stdout.fnmatch_lines(["grading: *11_embeddings.ipynb as module 11 embeddings*",
-                                 "module 11 embeddings: 100/100 (28/28 checks)"])
+                                 "module 11 embeddings: 100/100 (30/30 checks)"])
 
 
 def test_ini_twins_name_the_submission_and_are_validated(run: Run, pytester: pytest.Pytester) -> None:
     submission(pytester, BUGGY, "work/student.ipynb")
     pytester.makeini("[pytest]\ngrade_path = work/student.ipynb\ngrade_module = embeddings\ngrade_backend = local\n")
     result = run("--collect-only", "-q")
-    result.stdout.fnmatch_lines(["work/student.ipynb::emb_shape", "28 tests collected*"])
+    result.stdout.fnmatch_lines(["work/student.ipynb::emb_shape", "30 tests collected*"])
     pytester.makeini("[pytest]\ngrade_path = work/student.ipynb\ngrade_backend = vm\n")
     bad = run("--collect-only")
     assert bad.ret == pytest.ExitCode.USAGE_ERROR
@@ -147,7 +147,7 @@ def test_a_py_submission_is_graded_not_imported(run: Run, pytester: pytest.Pytes
     sub = submission(pytester, "correct_source.py", "src/11_embeddings/11_embeddings.py")
     result = run("--grade", sub, "--collect-only", "-q")
     assert result.ret == pytest.ExitCode.OK  # importing it would fail: its tinytorch is not importable here
-    result.stdout.fnmatch_lines(["src/11_embeddings/11_embeddings.py::emb_shape", "28 tests collected*"])
+    result.stdout.fnmatch_lines(["src/11_embeddings/11_embeddings.py::emb_shape", "30 tests collected*"])
 
 
 def test_a_missing_module_is_a_usage_error_naming_where_it_looked(run: Run, pytester: pytest.Pytester) -> None:

@@ -20,6 +20,8 @@ CONTRACT_IDS = ORIGINAL_IDS | {
     # added with issue 9 (start_pos, real-bug checks, visible twins); the ids above never change
     "emb_attrs", "emb_bad_ids", "emb_large_ids", "grad_batch_visible", "grad_keeps_weight", "pe_bad_shape",
     "pe_init", "pe_start_pos", "layer_defaults", "layer_sin_values_visible", "layer_sin_too_long", "layer_start_pos",
+    # added with the mutants' survivors (issue 9, section 3)
+    "layer_attrs", "sin_fixed",
 }
 
 

@@ -7,6 +7,7 @@ and a ``TinyTorchCLI`` with a hard-coded command table, written here from the in
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -129,10 +130,34 @@ def make_checkout(root: Path, notebook: str | None = "correct_tinytorch.ipynb", 
     return root
 
 
+UPSTREAM_SCRIPT = """\
+import re
+import sys
+
+from tito.main import main
+
+if __name__ == "__main__":
+    sys.argv[0] = re.sub(r"(-script\\.pyw|\\.exe)?$", "", sys.argv[0])
+    sys.exit(main())
+"""
+
+
 def tito(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
-    """``tito ARGS`` as the console script runs it (-P: the working directory is not on sys.path)."""
+    """``tito-grade ARGS`` (-P: the working directory is not on sys.path, as for a console script)."""
     return subprocess.run([sys.executable, "-P", "-m", "grader.tito", *map(str, args)], cwd=cwd,
                           capture_output=True, text=True, timeout=120)
+
+
+def upstream_tito(*args: str | Path, cwd: Path, checkout: Path) -> subprocess.CompletedProcess[str]:
+    """TinyTorch's own ``tito`` script (as pip writes it) in this environment, where the grader's
+    startup hook is installed: the checkout's ``tito`` package is importable, as after ``pip install -e .``."""
+    script = checkout / "bin" / "tito"
+    if not script.exists():
+        script.parent.mkdir(exist_ok=True)
+        script.write_text(UPSTREAM_SCRIPT, encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(checkout)}
+    return subprocess.run([sys.executable, str(script), *map(str, args)], cwd=cwd, capture_output=True, text=True,
+                          timeout=120, env=env)
 
 
 # ---- tito test --module ----------------------------------------------------------------------------
@@ -144,7 +169,7 @@ def test_module_is_found_and_graded_with_the_public_checks(tmp_path: Path) -> No
     out = " ".join(run.stdout.split())  # rich wraps long lines
     assert "Grading module 11 embeddings: modules/11_embeddings/11_embeddings.ipynb" in out
     assert "emb_lookup ✔ passed 7/7" in out and "grad_batch ✔" not in out  # hidden checks need --hidden
-    assert "All 26 checks passed (94/94 points)" in out and "practice run" in out
+    assert "All 28 checks passed (94/94 points)" in out and "practice run" in out
     assert "STUB-UPSTREAM" not in run.stdout  # answered without running upstream's CLI
 
 
@@ -153,7 +178,7 @@ def test_through_upstreams_main_the_registered_command_grades(tmp_path: Path) ->
     run = tito("--verbose", "test", "--module", "11", cwd=checkout / "modules" / "11_embeddings")
     assert run.returncode == 0, run.stderr
     assert "STUB-UPSTREAM banner" in run.stdout  # upstream's main parsed the command line and dispatched
-    assert "All 26 checks passed" in " ".join(run.stdout.split())
+    assert "All 28 checks passed" in " ".join(run.stdout.split())
 
 
 def test_a_buggy_notebook_exits_1_with_feedback_and_hidden_adds_the_staff_checks(tmp_path: Path) -> None:
@@ -163,12 +188,12 @@ def test_a_buggy_notebook_exits_1_with_feedback_and_hidden_adds_the_staff_checks
     out = " ".join(run.stdout.split())
     assert "grad_accumulate ✘ failed 0/8" in out
     assert "Likely cause: row 0 received 1x the gradient instead of 2x" in out
-    assert "2 of 26 checks did not pass (83/94 points)" in out
+    assert "2 of 28 checks did not pass (83/94 points)" in out
 
     staff = tito("test", "--module", "11_embeddings", "--hidden", cwd=checkout)
     assert staff.returncode == 1, staff.stderr
     out = " ".join(staff.stdout.split())
-    assert "3 of 28 checks did not pass (86/100 points)" in out
+    assert "3 of 30 checks did not pass (86/100 points)" in out
     assert "grad_batch ✘ failed" in out and "details are not shown" not in out
 
 
@@ -211,17 +236,53 @@ def test_without_tinytorch_the_command_still_works_on_its_own(tmp_path: Path) ->
     notebook = shutil.copyfile(SUBMISSIONS / "correct_alt_style.ipynb", tmp_path / "mine.ipynb")
     run = tito("test", "--module", "embeddings", "--notebook", notebook, cwd=tmp_path)
     assert run.returncode == 0, run.stderr
-    assert "All 26 checks passed" in " ".join(run.stdout.split())
+    assert "All 28 checks passed" in " ".join(run.stdout.split())
     positional = tito("test", "11", cwd=tmp_path)
     assert positional.returncode == 2 and "tito test --module NAME" in " ".join(positional.stderr.split())
     other = tito("status", cwd=tmp_path)
     assert other.returncode == 2 and "TinyTorch's tito is not installed here" in " ".join(other.stderr.split())
 
 
-def test_the_console_scripts_are_installed(tmp_path: Path) -> None:
+def test_the_grader_owns_no_tito_script_only_tito_grade(tmp_path: Path) -> None:
     scripts = {e.name: e.value for e in entry_points(group="console_scripts")}
-    assert scripts.get("tito") == scripts.get("tito-grade") == "grader.tito:main", "reinstall: pip install -e ."
+    assert "tito" not in scripts and scripts.get("tito-grade") == "grader.tito:main", "reinstall: pip install -e ."
     script = Path(sys.executable).parent / "tito-grade"
     run = subprocess.run([script, "test", "--module", "nonexistent"], cwd=tmp_path,
                          capture_output=True, text=True, timeout=60)
     assert run.returncode == 2 and "no TinyTorch checkout at or above" in " ".join(run.stderr.split())
+
+
+# ---- TinyTorch's own tito script, extended by the startup hook ---------------------------------------
+
+
+def test_upstreams_script_grades_without_running_upstreams_cli(tmp_path: Path) -> None:
+    checkout = make_checkout(tmp_path)
+    run = upstream_tito("test", "--module", "embeddings", cwd=checkout, checkout=checkout)
+    assert run.returncode == 0, run.stderr
+    out = " ".join(run.stdout.split())
+    assert "Grading module 11 embeddings: modules/11_embeddings/11_embeddings.ipynb" in out
+    assert "All 28 checks passed (94/94 points)" in out
+    assert "STUB-UPSTREAM" not in run.stdout  # upstream's tito.main was not executed
+
+
+def test_upstreams_script_keeps_its_own_commands_and_gains_the_option(tmp_path: Path) -> None:
+    checkout = make_checkout(tmp_path)
+    run = upstream_tito("test", "11", cwd=checkout, checkout=checkout)
+    assert (run.returncode, run.stdout) == (0, "STUB-UPSTREAM banner\nSTUB-UPSTREAM test module=11 all=False\n")
+    assert upstream_tito("test", "12", "--all", cwd=checkout, checkout=checkout).returncode == 3
+    assert upstream_tito("status", cwd=checkout, checkout=checkout).stdout == "STUB-UPSTREAM banner\nSTUB-UPSTREAM status\n"
+    helped = upstream_tito("test", "--help", cwd=checkout, checkout=checkout).stdout
+    assert "--all" in helped and helped.count("\n  --module MODULE") == 1
+    routed = upstream_tito("--verbose", "test", "--module", "11", cwd=checkout, checkout=checkout)
+    assert routed.returncode == 0, routed.stderr
+    assert "STUB-UPSTREAM banner" in routed.stdout and "All 28 checks passed" in " ".join(routed.stdout.split())
+
+
+def test_other_processes_of_the_environment_see_upstreams_tito_untouched(tmp_path: Path) -> None:
+    checkout = make_checkout(tmp_path)
+    probe = ("import sys, tito.main as m; "
+             "print(type(m.__spec__.loader).__name__, getattr(m.TinyTorchCLI, '_tinytorch_grader', False), "
+             "any('Tito' in type(f).__name__ for f in sys.meta_path))")
+    run = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, timeout=60,
+                         env={**os.environ, "PYTHONPATH": str(checkout)})
+    assert run.stdout.split() == ["SourceFileLoader", "False", "False"], run.stderr

@@ -1,5 +1,7 @@
 """Find the submissions in a batch source: a folder of files, nbgrader's ``submitted/`` tree,
-a Gradescope export, or a ``.zip`` of any of these. Nothing here reads a notebook's content.
+a Gradescope export, a Canvas, Moodle or Blackboard download (grader/batch/lms.py), or a ``.zip``
+of any of these. Nothing here reads a notebook's content. Which roster student a download's id
+is, and which of a student's submissions counts, is decided next (grader/batch/identify.py).
 
 Identity is matched exactly. A Gradescope submission is filed under each submitter's SID, or,
 without one, the submitter's full e-mail address (never its local part: ``bob@evil.example`` is
@@ -11,12 +13,14 @@ A file whose name is not valid UTF-8 is graded; its name is stored and shown wit
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any
 
 from ..errors import SubmissionError
+from . import lms
 from .archive import extract_zip
 from .names import check_name, is_safe, shown_name
 
@@ -39,6 +43,10 @@ class Entry:
     name: str = ""
     email: str = ""
     submitted_at: str = ""
+    lms: str = ""  # "canvas", "moodle" or "blackboard" for an LMS download
+    lms_id: str = ""  # the LMS's own id of the student: Canvas user id, Moodle participant id, Blackboard username
+    attempt: str = ""  # sortable submission time among one student's submissions ("" = the source gives none)
+    late: bool = False  # the LMS marked it late (Canvas)
 
 
 @dataclass
@@ -46,6 +54,8 @@ class Discovery:
     layout: str
     entries: list[Entry] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    ambiguous: list[str] = field(default_factory=list)  # files whose owner cannot be told: the batch stops
+    superseded: list[Entry] = field(default_factory=list)  # older submissions of a student (grader/batch/identify.py)
 
 
 def discover(source: Path, scratch: Path) -> Discovery:
@@ -68,13 +78,74 @@ def discover(source: Path, scratch: Path) -> Discovery:
         return _nbgrader(source / "submitted")
     if source.name == "submitted" and any(_nbgrader_like(d) for d in _dirs(source)):
         return _nbgrader(source)
-    return _flat(source)
+    return _lms_download(source) or _flat(source)
+
+
+def _lms_download(folder: Path) -> Discovery | None:
+    """A Canvas, Moodle or Blackboard download, when the names of its notebooks say so."""
+    dirs = [d for d in _dirs(folder) if d.name != "__MACOSX"]
+    loose = sorted(f for f in folder.iterdir() if f.suffix.lower() in SUFFIXES and (f.is_file() or f.is_symlink()))
+    if any(lms.MOODLE_DIR.match(d.name) for d in dirs):
+        found = Discovery("Moodle download (a folder per student)")
+        files, odd = lms.moodle_folders(folder, dirs)
+        notebooks = [f for f in files if f.path.suffix.lower() in SUFFIXES]
+        odd = [o for o in odd if PurePath(o).suffix.lower() in SUFFIXES] + [f.name for f in loose]
+        found.ambiguous += [_odd(o, "moodle") for o in odd]
+        return _lms_entries(found, notebooks)
+    matches = {name: [f for f in loose if matcher(f.name)] for name, matcher in lms.matchers().items()}
+    best = max(matches, key=lambda name: len(matches[name]))
+    if not matches[best]:
+        return None
+    found = Discovery(lms.LABEL[best])
+    complete = [name for name, files in matches.items() if len(files) == len(loose)]
+    if len(complete) > 1:
+        found.ambiguous.append(f"{shown_name(loose[0].name)}: named like {' and like '.join(lms.NAMING[n] for n in complete)}"
+                               "; every file is, so the layout cannot be told")
+        return found
+    found.ambiguous += [_odd(f.name, best) for f in loose if f not in matches[best]]
+    kept = []
+    for f in matches[best]:
+        if f.is_symlink():
+            found.problems.append(f"{shown_name(f.name)}: symbolic link refused")
+        else:
+            kept.append(f)
+    receipts = lms.blackboard_receipts(folder.iterdir(), _receipt) if best == "blackboard" else {}
+    return _lms_entries(found, lms.parse_files(best, kept, receipts))
+
+
+def _odd(name: str, layout: str) -> str:
+    return (f"{shown_name(name, 200)}: not named like the rest of this {lms.LABEL[layout]} "
+            f"({lms.NAMING[layout]}), so whose work it is cannot be told; remove it or give it its student's "
+            "name the same way")
+
+
+def _receipt(path: Path) -> str:
+    """The head of a Blackboard receipt (its Name: line is near the top)."""
+    if path.is_symlink() or not path.is_file():
+        return ""
+    with path.open("rb") as f:
+        return f.read(4096).decode("utf-8", errors="replace")
+
+
+def _lms_entries(found: Discovery, files: list[lms.Found]) -> Discovery:
+    for (_key, _attempt), group in sorted(lms.by_submission(files).items()):
+        first = group[0]
+        originals = {f.path: f.original for f in group}
+        notebook = _pick([f.path for f in group], found, f"{first.key} ({first.name})" if first.name else first.key,
+                         original=originals.__getitem__)
+        if notebook is not None:
+            _add(found, first.key, notebook, name=first.name, submitted_at=lms.attempt_time(first.attempt),
+                 lms=first.lms, lms_id=first.lms_id, attempt=first.attempt, late=first.late)
+    return found
 
 
 def _single_root(folder: Path) -> Path:
-    """A zip that wraps everything in one folder is treated as that folder."""
+    """A zip that wraps everything in one folder is treated as that folder (unless that folder is
+    a Moodle download's only student)."""
     children = [c for c in folder.iterdir() if c.name != "__MACOSX"]
-    return children[0] if len(children) == 1 and children[0].is_dir() and not children[0].is_symlink() else folder
+    if len(children) != 1 or not children[0].is_dir() or children[0].is_symlink():
+        return folder
+    return folder if lms.MOODLE_DIR.match(children[0].name) else children[0]
 
 
 def _dirs(folder: Path) -> list[Path]:
@@ -195,8 +266,11 @@ def _folded(identity: str) -> str:
     return identity.casefold() if "@" in identity else identity
 
 
-def _pick(files: Iterable[Path], found: Discovery, student: str) -> Path | None:
-    """The one notebook of a submission folder: a module-11 name, or the only candidate."""
+def _pick(files: Iterable[Path], found: Discovery, student: str,
+          original: Callable[[Path], str] = lambda f: f.name) -> Path | None:
+    """The one notebook of a submission: the course module's learner file name (``original``: the
+    name the student gave it, for downloads that rename files), or the only candidate. Several
+    candidates and no such name: ambiguous, named in ``found.ambiguous``."""
     candidates = []
     for f in files:
         if f.suffix.lower() in SUFFIXES:
@@ -205,23 +279,30 @@ def _pick(files: Iterable[Path], found: Discovery, student: str) -> Path | None:
             elif f.is_file() and "checkpoint" not in f.name:
                 candidates.append(f)
     preferred = preferred_names()
-    by_name = [f for f in candidates if f.name in preferred]
+    by_name = [f for f in candidates if _learner_name(original(f)) in preferred]
     if by_name:
-        return sorted(by_name, key=lambda f: preferred.index(f.name))[0]
+        return sorted(by_name, key=lambda f: (preferred.index(_learner_name(original(f))), original(f)))[0]
     notebooks = [f for f in candidates if f.suffix == ".ipynb"] or candidates
     if len(notebooks) == 1:
         return notebooks[0]
-    found.problems.append(f"{shown_name(student)}: " + ("no notebook found" if not notebooks else
-                          f"{len(notebooks)} notebooks and none named like module 11; skipped"))
+    if not notebooks:
+        found.problems.append(f"{shown_name(student)}: no notebook found")
+    else:
+        found.ambiguous.append(f"{shown_name(student)}: {len(notebooks)} notebooks in one submission and none named "
+                               f"like the course module ({', '.join(shown_name(f.name, 120) for f in notebooks)}); "
+                               "keep the one to grade")
     return None
 
 
-def _add(found: Discovery, student: str, path: Path, **info: str) -> None:
+def _learner_name(name: str) -> str:
+    """A file name without the "-1", "-2" an LMS appends to a re-uploaded file of the same name."""
+    stem, dot, suffix = name.rpartition(".")
+    return re.sub(r"-\d+$", "", stem) + dot + suffix if dot else name
+
+
+def _add(found: Discovery, student: str, path: Path, **info: Any) -> None:
     reason = check_name(student, "student id")
     if reason is not None:
         found.problems.append(reason)
-        return
-    if any(e.student_id == student for e in found.entries):
-        found.problems.append(f"{student}: more than one submission; the first one is graded")
         return
     found.entries.append(Entry(student, path, **info))

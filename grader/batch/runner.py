@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
+import sqlite3
 import tempfile
 import threading
 from collections.abc import Callable
@@ -13,11 +15,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import __version__
-from ..errors import GraderError, SubmissionError
+from ..errors import GraderError, SubmissionError, os_reason
+from ..export.roster import Roster
 from ..load import LoadLimits
 from ..models import shown
 from ..rubric import Rubric, load_rubric
 from ..session import Session
+from .identify import Keep, resolve
 from .layouts import Discovery, Entry, discover
 from .names import shown_name
 from .store import SQLiteStore, StoredResult, cache_key, now
@@ -45,11 +49,16 @@ def run_batch(
     backend: str = "local",
     workers: int | None = None,
     force: bool = False,
+    roster: Roster | None = None,
+    keep: Keep = "latest",
+    release: dict[str, str] | None = None,
     on_start: Callable[[Discovery, int], None] | None = None,
     on_done: Progress | None = None,
     session: Session | None = None,
 ) -> BatchOutcome:
     """Grade every submission in ``source`` that has no up-to-date result in ``results_dir``.
+    ``roster`` maps an LMS download's ids to the course's (grader/batch/identify.py); ``release``
+    (due and publish dates, grader.visibility) is stored for the feedback pages and exports.
 
     One official session (one sandbox and one reference worker, shared by the workers) grades the
     batch; ``session`` is one the caller made and warmed early. This call closes it."""
@@ -57,41 +66,82 @@ def run_batch(
         session = Session(official=True)
         session.warm_in_background(backend, rubric)
     try:
+        if workers is not None and workers < 1:
+            raise GraderError(f"--workers {workers}: give 1 or more parallel sandboxes")
         loaded = load_rubric(rubric)
-        return _run(source, results_dir, loaded, session, backend=backend, workers=workers, force=force,
-                    on_start=on_start, on_done=on_done)
+        return _discover_and_run(source, results_dir, loaded, session, backend, workers, force, roster, keep,
+                                 release, on_start, on_done)
     finally:
         session.close()
 
 
-def _run(source: Path, results_dir: Path, loaded: Rubric, session: Session, *, backend: str, workers: int | None,
-         force: bool, on_start: Callable[[Discovery, int], None] | None, on_done: Progress | None) -> BatchOutcome:
-    store = SQLiteStore(results_dir)
+def _discover_and_run(source: Path, results_dir: Path, loaded: Rubric, session: Session, backend: str,
+                      workers: int | None, force: bool, roster: Roster | None, keep: Keep,
+                      release: dict[str, str] | None, on_start: Callable[[Discovery, int], None] | None,
+                      on_done: Progress | None) -> BatchOutcome:
     scratch = Path(tempfile.mkdtemp(prefix="grader-batch-"))
     try:
         found = discover(source, scratch)
-        image = _image_id(backend)
-        store.set_meta("rubric", loaded.model_dump_json())
-        store.set_meta("layout", found.layout)
-        todo = []
-        outcome = BatchOutcome(found.layout, len(found.entries), problems=list(found.problems))
-        for entry in found.entries:
-            key = cache_key(_sha256(entry.path), loaded.sha256, image, __version__)
-            if not force and store.key_of(entry.student_id) == key:
-                outcome.skipped += 1
-            else:
-                todo.append((entry, key))
-        if on_start is not None:
-            on_start(found, len(todo))
-        _grade_all(todo, session, loaded, backend, workers or os.cpu_count() or 1, store, outcome, on_done)
-        return outcome
+        resolve(found, roster, keep)
+        if not found.entries:
+            why = f" ({'; '.join(found.problems)})" if found.problems else ""
+            raise SubmissionError(f"{source}: no submission to grade in this {found.layout}{why}; give the folder or "
+                                  ".zip that holds the students' notebooks")
+        store = open_store(results_dir)
+        try:
+            return _run(found, store, loaded, session, backend, workers, force, keep, release or {}, on_start,
+                        on_done)
+        finally:
+            store.close()
     finally:
-        store.close()
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def _grade_all(todo: list[tuple[Entry, str]], session: Session, rubric: Rubric, backend: str, workers: int,
-               store: SQLiteStore, outcome: BatchOutcome, on_done: Progress | None) -> None:
+def open_store(results_dir: Path) -> SQLiteStore:
+    """The results store of RESULTS_DIR; GraderError with the reason when that folder cannot hold it."""
+    try:
+        results_dir.mkdir(parents=True, exist_ok=True)
+        if not os.access(results_dir, os.W_OK | os.X_OK):  # checked here, whatever database library opens the store
+            raise PermissionError(13, "Permission denied", str(results_dir))
+        return SQLiteStore(results_dir)
+    except (OSError, sqlite3.Error) as e:
+        reason = os_reason(e) if isinstance(e, OSError) else str(e)
+        if results_dir.exists() and not results_dir.is_dir():
+            reason = "it is a file, not a folder"
+        raise GraderError(f"--out {results_dir}: results cannot be written there ({reason}); give a folder you can "
+                          "write to") from None
+
+
+def _run(found: Discovery, store: SQLiteStore, loaded: Rubric, session: Session, backend: str, workers: int | None,
+         force: bool, keep: Keep, release: dict[str, str], on_start: Callable[[Discovery, int], None] | None,
+         on_done: Progress | None) -> BatchOutcome:
+    image = _image_id(backend)
+    store.set_meta("rubric", loaded.model_dump_json())
+    store.set_meta("layout", found.layout)
+    store.set_meta("release", json.dumps(release))
+    store.set_meta("lms_ids", json.dumps({e.student_id: {"lms": e.lms, "id": e.lms_id, "late": e.late}
+                                          for e in found.entries if e.lms}))
+    todo = []
+    outcome = BatchOutcome(found.layout, len(found.entries), problems=list(found.problems))
+    for entry in found.entries:
+        key = cache_key(_sha256(entry.path), loaded.sha256, image, __version__)
+        if not force and store.key_of(entry.student_id) == key:
+            outcome.skipped += 1
+        else:
+            todo.append((entry, key))
+    attempts = [(e, key) for e in (found.superseded if keep == "all" else [])
+                if (key := cache_key(_sha256(e.path), loaded.sha256, image, __version__)) != _attempt_key(store, e)
+                or force]
+    if on_start is not None:
+        on_start(found, len(todo))
+    _grade_all(todo, attempts, loaded, session, backend, workers or os.cpu_count() or 1, store, outcome, on_done)
+    return outcome
+
+
+def _grade_all(todo: list[tuple[Entry, str]], attempts: list[tuple[Entry, str]], rubric: Rubric, session: Session,
+               backend: str, workers: int, store: SQLiteStore, outcome: BatchOutcome, on_done: Progress | None) -> None:
+    """Grade ``todo`` into the store, and ``attempts`` (older submissions, --keep all) into
+    reports/attempts/ only: they do not count."""
     local = threading.local()
     # Submissions graded side by side already keep the cores busy: each runs its checks one at a
     # time then (a second runner process per submission would cost CPU, not save time).
@@ -119,7 +169,10 @@ def _grade_all(todo: list[tuple[Entry, str]], session: Session, rubric: Rubric, 
                             report=report, graded_at=now())
 
     with ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="grade") as pool:
+        older = [pool.submit(grade_one, entry, key) for entry, key in attempts]
         futures = {pool.submit(grade_one, entry, key): entry for entry, key in todo}
+        for attempt, (entry, _key) in zip(older, attempts, strict=True):
+            write_attempt_report(store.path.parent, entry, attempt.result())
         for future in as_completed(futures):
             result = future.result()
             store.put(result)  # committed now: a kill after this line loses nothing
@@ -147,6 +200,31 @@ def _image_id(backend: str) -> str:
     from ..sandbox import make_sandbox
 
     return make_sandbox("docker").info().image or "docker"
+
+
+def _attempt_path(results_dir: Path, entry: Entry) -> Path:
+    return results_dir / "reports" / "attempts" / entry.student_id / f"{entry.attempt or 'attempt'}.json"
+
+
+def _attempt_key(store: SQLiteStore, entry: Entry) -> str | None:
+    """The cache key an older attempt's report was graded under, if it is on disk."""
+    try:
+        key = json.loads(_attempt_path(store.path.parent, entry).read_text(encoding="utf-8")).get("cache_key")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return key if isinstance(key, str) else None
+
+
+def write_attempt_report(results_dir: Path, entry: Entry, result: StoredResult) -> Path:
+    """``reports/attempts/<student>/<attempt>.json``: an older submission's result (--keep all);
+    graded again only when it, the rubric, the image or the grader changed."""
+    path = _attempt_path(results_dir, entry)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = result.report.model_dump(mode="json") if result.report is not None else \
+        {"status": result.status, "reason": result.reason}
+    path.write_text(json.dumps({"file_name": result.file_name, "submitted_at": result.submitted_at,
+                                "cache_key": result.cache_key, **data}, indent=2), encoding="utf-8")
+    return path
 
 
 def write_student_report(results_dir: Path, result: StoredResult) -> Path | None:

@@ -1,9 +1,10 @@
 """What every export is built from: a ``Gradebook`` of stored results joined with the roster.
 
 Scores are copied from the stored reports, never recomputed. A student in the roster without a
-submission is a row with status ``missing`` and score 0; a submission that is ``invalid`` or
-``failed_to_grade`` is a row with score 0 and its status. Nothing is dropped: every oddity is
-listed in ``Gradebook.problems``.
+submission is a row with status ``missing`` and score 0; an ``invalid`` submission is a row with
+score 0; a ``failed_to_grade`` one (the grader's fault, not the student's) has a blank score cell
+in every format, because an LMS import overwrites a score with whatever the cell holds. Nothing
+is dropped: every oddity is listed in ``Gradebook.problems``.
 
 A submission joins a roster student by exact identity: the same student id, or, for a submission
 filed under its submitter's e-mail (a Gradescope export without SIDs), the same full e-mail
@@ -15,14 +16,15 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Literal, Protocol
 
 from ..batch.store import StoredResult
 from ..models import Visibility, shown
 from ..rubric import Rubric
+from ..visibility import Release
 from .roster import Roster, RosterEntry, split_name
 
 RowStatus = Literal["graded", "invalid", "failed_to_grade", "missing"]
@@ -90,6 +92,11 @@ class GradeRow:
         return self.result.reason if self.result else ""
 
     @property
+    def blank(self) -> bool:
+        """True when the score cell stays empty: the grader failed, so there is no score to import."""
+        return self.status == "failed_to_grade"
+
+    @property
     def status_text(self) -> str:
         """One line: what happened to this student's submission (staff wording)."""
         reason = " ".join(self.reason.split())
@@ -117,10 +124,23 @@ class Gradebook:
     due_date: str = ""
     conflicts: tuple[str, ...] = ()
     with_roster: bool = False
+    canvas_ids: Mapping[str, str] = field(default_factory=dict)  # student id -> Canvas user id from the download
+    release: Release = field(default_factory=Release)  # what students may see now (student-facing feedback)
+
+    @property
+    def missing(self) -> list[str]:
+        """Roster students without a result."""
+        return [row.student_id for row in self.rows if row.status == "missing"]
+
+    @property
+    def unmatched(self) -> list[str]:
+        """Results that no roster student claims (none without a roster)."""
+        return [row.student_id for row in self.rows if row.roster is None and self.with_roster]
 
 
 def build_gradebook(results: Iterable[StoredResult], *, rubric: Rubric | None, roster: Roster | None = None,
-                    assignment: str = "", canvas_assignment_id: str = "", due_date: str = "") -> Gradebook:
+                    assignment: str = "", canvas_assignment_id: str = "", due_date: str = "",
+                    canvas_ids: Mapping[str, str] | None = None, release: Release | None = None) -> Gradebook:
     """Join stored results with the roster (pure). Rows: roster order, then submissions not in it."""
     stored = sorted(results, key=lambda r: r.student_id)
     checks = _columns(stored, rubric)
@@ -150,8 +170,11 @@ def build_gradebook(results: Iterable[StoredResult], *, rubric: Rubric | None, r
                             f"identity their submission gives: {', '.join(by_id)}")
     rows += [_row(sid, result, None, max_score) for sid, result in by_id.items()]
     for row in rows:
-        if row.status in ("invalid", "failed_to_grade"):
+        if row.status == "invalid":
             problems.append(f"{row.student_id}: exported with 0 because it was not graded ({row.status_text})")
+        elif row.blank:
+            problems.append(f"{row.student_id}: exported with a blank score, not 0, because the grader failed "
+                            f"({row.status_text}); grade it again, then export again")
     if rubric is not None:
         stale = [r.student_id for r in stored if r.report is not None and r.report.rubric_hash != rubric.sha256]
         if stale:
@@ -159,7 +182,7 @@ def build_gradebook(results: Iterable[StoredResult], *, rubric: Rubric | None, r
                             f"{', '.join(stale)}; run the batch again to regrade them")
     title = assignment or (rubric.title if rubric is not None else "") or "Assignment"
     return Gradebook(title, max_score, checks, tuple(rows), tuple(problems), rubric, canvas_assignment_id, due_date,
-                     tuple(conflicts), roster is not None)
+                     tuple(conflicts), roster is not None, dict(canvas_ids or {}), release or Release())
 
 
 def match_roster(roster: Roster, unclaimed: dict[str, StoredResult]) -> list[tuple[RosterEntry, list[StoredResult]]]:

@@ -4,10 +4,11 @@
     Points Possible,,,,,100.00
     "Doe, Jane",98765,s1234567,jdoe,CS249r-01,87.5
 
-Identities come from the roster (``canvas_id``, ``sis_user_id``, ``sis_login_id``, ``section``).
-Without ``--canvas-assignment-id`` the header has no ``(id)`` and Canvas creates a new assignment.
-Canvas has no status column: rows not graded hold 0, and their status is in the command's report
-and the plain CSV.
+Identities come from the roster (``canvas_id``, ``sis_user_id``, ``sis_login_id``, ``section``);
+``ID`` falls back to the Canvas user id a Canvas download gave the submission. Without
+``--canvas-assignment-id`` the header has no ``(id)`` and Canvas creates a new assignment. Canvas
+has no status column: an invalid submission holds 0, one the grader failed on holds a blank cell
+(Canvas leaves its score alone), and their status is in the command's report and the plain CSV.
 
 Canvas matches a row without an id by its name. With a roster, a submission that no roster
 student's id or e-mail claims is left out: its only name is the one the submission itself gives,
@@ -37,8 +38,9 @@ class CanvasExporter:
         rows = [[*IDENTITY, assignment_header(book)], ["Points Possible", "", "", "", "", f"{book.max_score:.2f}"]]
         for row in self.rows(book):
             r = row.roster
-            rows.append([row.name or row.student_id, r.canvas_id if r else "", r.sis_user_id if r else "",
-                         r.sis_login_id if r else "", r.section if r else "", points(row.score)])
+            canvas_id = (r.canvas_id if r else "") or book.canvas_ids.get(row.student_id, "")
+            rows.append([row.name or row.student_id, canvas_id, r.sis_user_id if r else "",
+                         r.sis_login_id if r else "", r.section if r else "", "" if row.blank else points(row.score)])
         return [ExportFile(PurePosixPath(self.default_name), csv_text(rows))]
 
     @staticmethod
@@ -55,4 +57,5 @@ class CanvasExporter:
     def unmatched(book: Gradebook) -> list[str]:
         """Rows Canvas can match only by name (no Canvas id, SIS User ID or SIS Login ID)."""
         return [row.student_id for row in CanvasExporter.rows(book)
-                if row.roster is None or not (row.roster.canvas_id or row.roster.sis_user_id or row.roster.sis_login_id)]
+                if not (book.canvas_ids.get(row.student_id) or (row.roster is not None and (
+                    row.roster.canvas_id or row.roster.sis_user_id or row.roster.sis_login_id)))]

@@ -36,6 +36,10 @@ def add_export_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help="Canvas assignment id: the header becomes 'Name (id)' and updates that assignment")
     p.add_argument("--due-date", default="", help="due date written in the nbgrader 'duedate' column")
     p.add_argument("--strict", action="store_true", help="exit 1 when any roster or export problem is reported")
+    p.add_argument("--allow-unmatched", action="store_true",
+                   help="write the file even when roster students have no result while some results match no roster "
+                        "student (by default that refuses: the ids probably do not match, and the file would zero "
+                        "those students)")
     return p
 
 
@@ -50,6 +54,8 @@ def export_command(args: argparse.Namespace) -> int:
         exporter = exporters()[args.format]
         if book.conflicts:
             return _refuse(book.conflicts)
+        if book.missing and book.unmatched and not args.allow_unmatched:
+            return _refuse_unmatched(book)
         files = exporter.render(book)
         target = write_export(files, _destination(args, exporter.default_name, exporter.per_submission),
                               per_submission=exporter.per_submission)
@@ -63,8 +69,9 @@ def export_command(args: argparse.Namespace) -> int:
     if args.format == "canvas" and (unmatched := CanvasExporter.unmatched(book)):
         problems.append(f"{len(unmatched)} row(s) have no Canvas ID, SIS User ID or SIS Login ID, so Canvas can "
                         f"match them only by name; give a roster with those columns: {', '.join(unmatched)}")
-    if args.format == "gradescope" and (absent := [r.student_id for r in book.rows if r.result is None]):
-        problems.append(f"{len(absent)} roster student(s) have no submission, so no results.json: {', '.join(absent)}")
+    if args.format == "gradescope" and (absent := [r.student_id for r in book.rows if r.result is None or r.blank]):
+        problems.append(f"{len(absent)} student(s) have no submission or could not be graded, so no results.json: "
+                        f"{', '.join(absent)}")
     for problem in problems:
         print(f"warning: {shown(problem, one_line=True)}", file=sys.stderr)
     counts = {s: sum(r.status == s for r in book.rows) for s in ("graded", "invalid", "failed_to_grade", "missing")}
@@ -77,7 +84,10 @@ def export_command(args: argparse.Namespace) -> int:
 def load_gradebook(results_dir: Path, *, roster_path: Path | None = None, assignment: str = "",
                    canvas_assignment_id: str = "", due_date: str = "") -> Gradebook:
     """The gradebook of RESULTS_DIR: its stored results, its rubric and the roster."""
+    import json
+
     from ..batch.store import SQLiteStore
+    from ..feedback.write import stored_release
     from ..rubric import Rubric
     from .base import build_gradebook
     from .roster import Roster, read_roster
@@ -86,15 +96,19 @@ def load_gradebook(results_dir: Path, *, roster_path: Path | None = None, assign
         raise GraderError(f"{results_dir}: no {SQLiteStore.FILE}; run 'grader batch SOURCE --out {results_dir}' first")
     with SQLiteStore(results_dir) as store:
         results = list(store.results())
-        rubric_json = store.meta().get("rubric")
+        meta = store.meta()
+    rubric_json = meta.get("rubric")
     rubric = Rubric.model_validate_json(rubric_json) if rubric_json else None
+    downloaded: dict[str, dict[str, object]] = json.loads(meta.get("lms_ids") or "{}")
+    canvas_ids = {sid: str(info["id"]) for sid, info in downloaded.items() if info.get("lms") == "canvas" and info.get("id")}
     roster: Roster | None = None
     if roster_path is not None:
         roster = read_roster(roster_path)
     elif (results_dir / "roster.csv").is_file():
         roster = read_roster(results_dir / "roster.csv")
     return build_gradebook(results, rubric=rubric, roster=roster, assignment=assignment,
-                           canvas_assignment_id=canvas_assignment_id, due_date=due_date)
+                           canvas_assignment_id=canvas_assignment_id, due_date=due_date, canvas_ids=canvas_ids,
+                           release=stored_release(meta, rubric))
 
 
 def write_export(files: list[ExportFile], target: Path, *, per_submission: bool) -> Path:
@@ -124,10 +138,32 @@ def _destination(args: argparse.Namespace, default_name: str, per_submission: bo
 
 
 def _write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8", newline="")
-    tmp.replace(path)
+    from ..errors import os_reason
+
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(text, encoding="utf-8", newline="")
+        tmp.replace(path)
+    except OSError as e:
+        raise GraderError(f"{path}: cannot be written ({os_reason(e)}); give --out a file or folder you can write "
+                          "to") from None
+
+
+def _refuse_unmatched(book: Gradebook) -> int:
+    """Nothing is written when roster students have no result while results match no roster
+    student: the ids probably do not match (an LMS download graded without its roster, say), and
+    importing the file would zero every one of them."""
+    from ..models import shown
+
+    missing, unmatched = book.missing, book.unmatched
+    print(f"error: {len(missing)} roster student(s) have no result: {shown(', '.join(missing), one_line=True)}",
+          file=sys.stderr)
+    print(f"error: while {len(unmatched)} result(s) match no roster student: "
+          f"{shown(', '.join(unmatched), one_line=True)}", file=sys.stderr)
+    print("error: no gradebook written, since importing it would give those students 0; fix the roster (or run "
+          "'grader batch' again with --roster) and export again, or pass --allow-unmatched", file=sys.stderr)
+    return EXIT_PROBLEMS
 
 
 def _refuse(conflicts: tuple[str, ...]) -> int:

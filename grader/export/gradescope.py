@@ -1,8 +1,13 @@
 """Gradescope autograder ``results.json``: one per submission (docs/FORMATS.md, "Gradescope").
 
-Each rubric check is a test with the check's own visibility. A test's ``output`` is the
-student-safe ``message`` only (the staff ``detail`` never goes to Gradescope), as plain text.
-The top-level ``score`` is the stored score, so Gradescope does not re-add the tests.
+Each rubric check is a test with the check's own visibility, which Gradescope enforces: it shows
+students nothing of a ``hidden`` test and nothing of an ``after_due_date`` or ``after_published``
+one before then. So a visible test's ``output`` is its student message, and any other test's is
+the full staff diagnosis (``detail``), which staff see in Gradescope and students only once the
+test is released. The top-level ``output`` is visible to students at once, so it is built from
+the student view (visible checks only). The top-level ``score`` is the stored score, so
+Gradescope does not re-add the tests. A submission the grader failed on gets no results.json:
+a score of 0 would overwrite the student's grade.
 Every text in it goes through ``shown``: file names, ids and messages can come from students, and
 Gradescope shows this file to them and to staff.
 """
@@ -14,8 +19,8 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from ..batch.store import StoredResult
-from ..feedback.view import NOT_GRADED_BY_US, CheckView, StudentView, student_view, summary_text
-from ..models import shown
+from ..feedback.view import NOT_GRADED_BY_US, StudentView, student_view, summary_text
+from ..models import CheckResult, shown
 from ..rubric import Rubric
 from .base import ExportFile, Gradebook
 
@@ -24,7 +29,7 @@ def results_json(result: StoredResult, rubric: Rubric | None, *, practice_note: 
     """The results.json object of one submission (``practice_note``: say so when the local
     backend graded it; off inside Gradescope, whose container is the official environment)."""
     view = student_view(result, rubric)
-    tests = [_test(i, c, view) for i, c in enumerate(view.checks, start=1)]
+    tests = [_test(i, c, view) for i, c in enumerate(_checks(result, rubric), start=1)]
     data: dict[str, Any] = _safe({
         "score": float(result.score) if result.status == "graded" and result.score is not None else 0.0,
         "output": summary_text(view, practice_note=practice_note),
@@ -52,7 +57,16 @@ def _safe(value: Any) -> Any:
     return value
 
 
-def _test(number: int, check: CheckView, view: StudentView) -> dict[str, Any]:
+def _checks(result: StoredResult, rubric: Rubric | None) -> list[CheckResult]:
+    """Every check, with its staff diagnosis where Gradescope withholds it from students."""
+    if result.report is not None:
+        return [c if c.visibility == "visible" else c.model_copy(update={"message": c.detail})
+                for c in result.report.checks]
+    return [CheckResult(id=c.id, title=c.title, status="not_gradable", score=0.0, max_score=c.points,
+                        visibility=c.visibility, message="") for c in (rubric.checks if rubric is not None else ())]
+
+
+def _test(number: int, check: CheckResult, view: StudentView) -> dict[str, Any]:
     if view.score is None:
         output = ("not graded: the submission is invalid" if view.status == "invalid"
                   else f"not graded: {NOT_GRADED_BY_US}")
@@ -72,7 +86,8 @@ class GradescopeExporter:
     per_submission = True
 
     def render(self, book: Gradebook) -> list[ExportFile]:
-        """One ``<student_id>/results.json`` per submission; roster students without one get none."""
+        """One ``<student_id>/results.json`` per graded or invalid submission (none for a roster
+        student without one, none for a submission the grader failed on)."""
         return [ExportFile(PurePosixPath(row.student_id, "results.json"),
                            json.dumps(results_json(row.result, book.rubric), indent=2, ensure_ascii=False) + "\n")
-                for row in book.rows if row.result is not None]
+                for row in book.rows if row.result is not None and not row.blank]

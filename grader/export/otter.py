@@ -4,7 +4,8 @@
     points-per-question,<each check's points>,<max score>,1.0,--
 
 ``percent_correct`` is a fraction rounded to 4 digits, as Otter writes it; ``grading_status`` is
-``Completed`` or the error text (every check 0). ``file`` is the submitted file name, prefixed by
+``Completed`` or the error text (every check 0;
+every score cell blank when the grader itself failed). ``file`` is the submitted file name, prefixed by
 the student id when the name alone does not say whose it is (nbgrader and Gradescope layouts);
 a roster student without a submission is a row named by their id with status "no submission".
 Rows after the first are sorted by ``file``, as Otter sorts them.
@@ -39,7 +40,8 @@ class OtterExporter:
             scores = row.check_scores()
             percent = round(row.score / book.max_score, 4) if book.max_score else 0.0
             status = "Completed" if row.status == "graded" else row.status_text
-            body.append([file_label(row), *(str(float(scores.get(c.id, 0.0))) for c in checks),
-                         str(float(row.score)), str(float(percent)), status])
+            cells = [""] * (len(checks) + 2) if row.blank else \
+                [*(str(float(scores.get(c.id, 0.0))) for c in checks), str(float(row.score)), str(float(percent))]
+            body.append([file_label(row), *cells, status])
         rows += sorted(body, key=lambda r: r[0])
         return [ExportFile(PurePosixPath(self.default_name), csv_text(rows))]

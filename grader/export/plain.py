@@ -3,7 +3,8 @@
     student_id,name,email,section,status,score,max_score,percent,submitted_at,file,reason,<check ids>
 
 ``status`` is graded | invalid | failed_to_grade | missing; ``reason`` says why a submission was
-not graded. Per-check cells are empty when the submission was not graded.
+not graded. Per-check cells are empty when the submission was not graded, and the score and
+percent too when the grader failed (``failed_to_grade``).
 """
 
 from __future__ import annotations
@@ -27,8 +28,8 @@ class PlainCsvExporter:
             scores = row.check_scores()
             percent = 100.0 * row.score / row.max_score if row.max_score else 0.0
             rows.append([row.student_id, row.name, row.email,
-                         row.roster.section if row.roster else "", row.status, points(row.score),
-                         points(row.max_score), points(round(percent, 2)), row.submitted_at,
+                         row.roster.section if row.roster else "", row.status, "" if row.blank else points(row.score),
+                         points(row.max_score), "" if row.blank else points(round(percent, 2)), row.submitted_at,
                          row.file_name, row.reason,
                          *(points(scores[c.id]) if c.id in scores else "" for c in book.checks)])
         return [ExportFile(PurePosixPath(self.default_name), csv_text(rows))]

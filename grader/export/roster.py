@@ -12,8 +12,15 @@ header row. Columns, in any order (only ``student_id`` is required):
     sis_login_id   Canvas "SIS Login ID"
     section        Canvas "Section"
     canvas_id      Canvas's numeric user "ID"
+    moodle_participant  Moodle's "Identifier" of the grading worksheet ("Participant 1234567"): the
+                   participant id a Moodle download names each student's folder with
     institution    Moodle "Institution"
     department     Moodle "Department"
+
+A username column (``Username``, ``Login``, ``NetID``) beside a student id column gives
+``sis_login_id``: a Blackboard download names its files by username. A Moodle grading worksheet
+(``Identifier``, ``Full name``, ``Email address``) works as a roster too: without an id column,
+each student is identified by the full e-mail address.
 
 Header spellings are matched case-insensitively after folding spaces and punctuation to ``_``
 (``Student ID``, ``E-mail``, ``Email address``, ``SIS User ID``, ``First name``, ``Surname`` ...).
@@ -44,7 +51,8 @@ if TYPE_CHECKING:
     from _csv import Reader
 
 FIELDS = ("student_id", "name", "first_name", "last_name", "email", "sis_user_id", "sis_login_id", "section",
-          "canvas_id", "institution", "department")
+          "canvas_id", "moodle_participant", "institution", "department")
+LOGIN_NAMES = ("username", "user_name", "login", "netid")
 
 SYNONYMS: dict[str, tuple[str, ...]] = {
     "student_id": ("student_id", "studentid", "student_number", "sid", "username", "user_name", "login", "netid",
@@ -57,6 +65,7 @@ SYNONYMS: dict[str, tuple[str, ...]] = {
     "sis_login_id": ("sis_login_id", "login_id"),
     "section": ("section", "sections"),
     "canvas_id": ("canvas_id", "canvas_user_id"),
+    "moodle_participant": ("moodle_participant", "identifier"),
     "institution": ("institution",),
     "department": ("department",),
 }
@@ -75,6 +84,7 @@ class RosterEntry:
     sis_login_id: str = ""
     section: str = ""
     canvas_id: str = ""
+    moodle_participant: str = ""
     institution: str = ""
     department: str = ""
     line: int = 0
@@ -85,6 +95,7 @@ class Roster:
     entries: tuple[RosterEntry, ...]
     problems: tuple[str, ...] = ()
     source: str = "roster"
+    duplicates: tuple[str, ...] = ()  # "line N: student id 'x' already on line M" (the later row is ignored)
 
 
 def normalize_header(header: str) -> str:
@@ -132,10 +143,11 @@ def parse_roster(text: str, source: str = "roster") -> Roster:
 def _parse(reader: Reader, source: str) -> Roster:
     header = next(reader)
     columns, problems = _map_columns([normalize_header(h) for h in header], header)
-    if "student_id" not in {name for _, name in columns}:
+    if not {"student_id", "email"} & {name for _, name in columns}:
         raise RosterError(f"roster {source}: no student id column; name one of {', '.join(SYNONYMS['student_id'][:4])} "
-                          f"(found: {', '.join(h.strip() for h in header)})")
+                          f"(or give an e-mail column) (found: {', '.join(h.strip() for h in header)})")
     entries: list[RosterEntry] = []
+    duplicates: list[str] = []
     seen: dict[str, int] = {}
     emails: dict[str, tuple[str, int]] = {}
     canvas_ids: dict[str, tuple[str, int]] = {}
@@ -149,6 +161,7 @@ def _parse(reader: Reader, source: str) -> Roster:
         for index, name in columns:
             if index < len(row):
                 values[name] = " ".join(row[index].split())
+        values["moodle_participant"] = re.sub(r"^\D+", "", values["moodle_participant"])  # "Participant 1234567"
         if values["name"].lower() == "points possible" and not values["student_id"]:
             continue  # the second header row of a Canvas gradebook export, not a student
         if not values["student_id"]:
@@ -158,7 +171,8 @@ def _parse(reader: Reader, source: str) -> Roster:
             continue
         sid = values["student_id"]
         if sid in seen:
-            problems.append(f"line {line}: student id {sid!r} already on line {seen[sid]}; this row is ignored")
+            duplicates.append(f"line {line}: student id {sid!r} already on line {seen[sid]}")
+            problems.append(f"{duplicates[-1]}; this row is ignored")
             continue
         seen[sid] = line
         if not is_safe(sid):
@@ -167,7 +181,9 @@ def _parse(reader: Reader, source: str) -> Roster:
         entries.append(_entry(values, line))
         _check_unique(emails, values["email"].casefold(), sid, line, "e-mail", problems)
         _check_unique(canvas_ids, values["canvas_id"], sid, line, "Canvas id", problems)
-    return Roster(tuple(entries), tuple(problems), source)
+    if not entries:
+        raise RosterError(f"roster {source}: a header but no students; export the class list with its rows")
+    return Roster(tuple(entries), tuple(problems), source, tuple(duplicates))
 
 
 def _delimiter(header_line: str) -> str:
@@ -185,6 +201,8 @@ def _map_columns(normalized: list[str], header: list[str]) -> tuple[list[tuple[i
     for exact in (True, False):
         for index, norm in enumerate(normalized):
             target = (norm if norm in FIELDS else None) if exact else _target(norm, canvas)
+            if target == "student_id" and "student_id" in chosen and norm in LOGIN_NAMES:
+                target = "sis_login_id"  # "Student ID" and "Username" both: the username is the login
             if index in used or target is None:
                 continue
             used.add(index)

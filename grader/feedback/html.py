@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from ..models import Figure
 from .pictures import data_uri, heatmaps
 from .templating import render
-from .view import RELEASE, STATUS_TEXT, CheckView, StudentView, message_parts, withheld_sentence
+from .view import STATUS_TEXT, CheckView, StudentView, message_parts, total_note, withheld_sentence
 
 
 @dataclass(frozen=True)
@@ -37,7 +37,8 @@ def render_html(view: StudentView) -> str:
     sections = [CheckSection(c, message_parts(c.message, c.status), tuple(figure_view(f) for f in c.figures))
                 for c in view.failed_visible]
     return render("student.html", view=view, passed=sum(c.passed for c in view.checks),
-                  withheld=withheld_sentence(view), sections=sections, status_text=STATUS_TEXT, release=RELEASE)
+                  withheld=withheld_sentence(view), total_note=total_note(view), sections=sections,
+                  status_text=STATUS_TEXT)
 
 
 def figure_view(figure: Figure) -> FigureView:

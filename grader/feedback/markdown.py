@@ -11,7 +11,7 @@ import re
 
 from ..models import Figure
 from .pictures import data_uri, heatmaps
-from .view import RELEASE, STATUS_TEXT, CheckView, StudentView, message_parts, withheld_sentence
+from .view import STATUS_TEXT, CheckView, StudentView, message_parts, total_note, withheld_sentence
 
 _ENTITIES = {"<": "&lt;", ">": "&gt;", "&": "&amp;"}
 _INLINE = set("\\`*_[]|~!")  # code, emphasis, links/images, table cells, strikethrough
@@ -48,6 +48,8 @@ def render_markdown(view: StudentView) -> str:
     else:
         passed = sum(c.passed for c in view.checks)
         out += [f"**Score: {view.score:g} / {view.max_score:g}**, {passed} of {len(view.checks)} checks passed", ""]
+        if note := total_note(view):
+            out += [f"> {md_text(note)}", ""]
     if view.practice:
         out += ["> Practice run: the official grade comes from the course's sandbox.", ""]
     if view.checks:
@@ -69,8 +71,6 @@ def render_markdown(view: StudentView) -> str:
 
 def _row(c: CheckView) -> str:
     result = STATUS_TEXT[c.status]
-    if not c.visible:
-        result += f"; details {RELEASE[c.visibility]}"
     return f"| {md_text(c.id)} | {md_text(c.title)} | {md_text(result)} | {c.score:g}/{c.max_score:g} |"
 
 

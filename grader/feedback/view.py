@@ -1,25 +1,27 @@
 """What a student may see of a stored result: the one place where feedback is made student-safe.
 
-The renderers (HTML, Markdown, the Gradescope and Moodle exports) only ever receive a
-``StudentView``, so they cannot leak what it does not hold: no ``detail``, no figures of a
-non-visible check, no reason text for a fault of the grader.
+The renderers (HTML, Markdown, the Moodle feedback, the Gradescope summary) only ever receive a
+``StudentView``, so they cannot leak what it does not hold: nothing at all of a hidden check or of
+one not released yet (grader.visibility), no reason text for a fault of the grader. Its total is
+the points of the checks it shows, and says so when other checks count.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from typing import Literal
 
 from ..batch.store import ResultStatus, StoredResult
 from ..models import CheckStatus, Figure, Visibility
+from ..report import PARTIAL_TOTAL
 from ..report import _notes as extraction_notes
 from ..rubric import Rubric
+from ..visibility import Release
 
-RELEASE: dict[Visibility, str] = {
-    "visible": "shown now",
-    "after_due_date": "released after the due date",
-    "after_published": "released when grades are published",
-    "hidden": "never released to students",
+RELEASE: dict[Literal["after_due_date", "after_published"], str] = {
+    "after_due_date": "after the due date",
+    "after_published": "when scores are published",
 }
 
 STATUS_TEXT: dict[CheckStatus, str] = {
@@ -31,9 +33,10 @@ NOT_GRADED_BY_US = ("Your submission could not be graded because of a problem on
                     "your work. Your instructor has been told and will grade it again.")
 
 
+
 @dataclass(frozen=True)
 class CheckView:
-    """One check as the student sees it; ``figures`` is always empty for a non-visible check."""
+    """One check the student may see now (a hidden or not yet released check has no view at all)."""
 
     id: str
     title: str
@@ -43,10 +46,6 @@ class CheckView:
     visibility: Visibility
     message: str
     figures: tuple[Figure, ...]
-
-    @property
-    def visible(self) -> bool:
-        return self.visibility == "visible"
 
     @property
     def passed(self) -> bool:
@@ -61,55 +60,61 @@ class StudentView:
     assignment: str
     status: ResultStatus
     status_text: str  # student-safe explanation when not graded, else ""
-    score: float | None
-    max_score: float
+    score: float | None  # the points of the checks shown (None when nothing could be graded)
+    max_score: float  # the points possible of the checks shown
     checks: tuple[CheckView, ...]
     notes: tuple[str, ...]
     practice: bool
-
-    @property
-    def withheld(self) -> dict[Visibility, int]:
-        """How many checks are not shown in detail, by when they are released."""
-        counts = Counter(c.visibility for c in self.checks if not c.visible)
-        return {v: counts[v] for v in ("after_due_date", "after_published", "hidden") if counts[v]}
+    pending: tuple[tuple[Literal["after_due_date", "after_published"], int], ...] = ()  # checks released later: (when, how many)
+    partial: bool = False  # some checks are not shown, so the total is not the final score
 
     @property
     def failed_visible(self) -> tuple[CheckView, ...]:
-        """The visible checks the student should fix (none when nothing could be graded)."""
+        """The shown checks the student should fix (none when nothing could be graded)."""
         if self.score is None:
             return ()
-        return tuple(c for c in self.checks if c.visible and not c.passed)
+        return tuple(c for c in self.checks if not c.passed)
 
 
-def student_view(result: StoredResult, rubric: Rubric | None, *, name: str = "") -> StudentView:
-    """Project a stored result onto what its student may see."""
+def student_view(result: StoredResult, rubric: Rubric | None, *, name: str = "",
+                 release: Release | None = None) -> StudentView:
+    """Project a stored result onto what its student may see now (``release``: the due and
+    publish dates; by default only ``visible`` checks are shown)."""
+    release = release if release is not None else Release()
     report = result.report
     assignment = rubric.title if rubric is not None else (report.rubric_id if report else "")
+    specs = [(c.id, c.title, c.points, c.visibility) for c in (rubric.checks if rubric is not None else ())]
+    if report is not None:
+        specs = [(c.id, c.title, c.max_score, c.visibility) for c in report.checks]
+    pending = Counter(v for *_, v in specs if v != "hidden" and not release.shows(v))
+    partial = any(not release.shows(v) for *_, v in specs)
+    waiting = tuple((v, pending[v]) for v in RELEASE if pending[v])
     if report is None:
         text = (f"Your submission could not be graded: {result.reason}" if result.status == "invalid"
                 else NOT_GRADED_BY_US)
-        checks = tuple(CheckView(c.id, c.title, "not_gradable", 0.0, c.points, c.visibility, "", ())
-                       for c in (rubric.checks if rubric is not None else ()))
-        return StudentView(result.student_id, name or result.name, result.file_name, assignment, result.status,
-                           text, None, rubric.max_score if rubric is not None else 0.0, checks, (), False)
-    checks = tuple(
-        CheckView(c.id, c.title, c.status, c.score, c.max_score, c.visibility, c.message,
-                  c.figures if c.visibility == "visible" else ())
-        for c in report.checks
-    )
+        checks = tuple(CheckView(i, t, "not_gradable", 0.0, p, v, "", ()) for i, t, p, v in specs if release.shows(v))
+        return StudentView(result.student_id, name or result.name, result.file_name, assignment, result.status, text,
+                           None, sum(c.max_score for c in checks), checks, (), False, waiting, partial)
+    shown_checks = tuple(  # a released check shows its full diagnosis, as a visible one does
+        CheckView(c.id, c.title, c.status, c.score, c.max_score, c.visibility,
+                  c.message if c.visibility == "visible" else c.detail, c.figures)
+        for c in report.checks if release.shows(c.visibility))
     return StudentView(result.student_id, name or result.name, result.file_name, assignment, result.status, "",
-                       result.score, report.max_score, checks, tuple(extraction_notes(report)),
-                       report.backend.label == "practice")
+                       sum(c.score for c in shown_checks), sum(c.max_score for c in shown_checks), shown_checks,
+                       tuple(extraction_notes(report)), report.backend.label == "practice", waiting, partial)
 
 
 def withheld_sentence(view: StudentView) -> str:
-    """e.g. "2 checks are not shown in detail: 1 released after the due date, 1 never released to students.\""""
-    withheld = view.withheld
-    total = sum(withheld.values())
-    if not total:
+    """e.g. "Not shown yet: 1 check, released after the due date.\"" (hidden checks are not counted)."""
+    if not view.pending:
         return ""
-    parts = ", ".join(f"{n} {RELEASE[v]}" for v, n in withheld.items())
-    return f"{total} check{'s are' if total > 1 else ' is'} not shown in detail: {parts}."
+    parts = ", ".join(f"{n} check{'s' if n > 1 else ''}, released {RELEASE[v]}" for v, n in view.pending)
+    return f"Not shown yet: {parts}."
+
+
+def total_note(view: StudentView) -> str:
+    """What the total covers, when it is not the final score."""
+    return PARTIAL_TOTAL if view.partial and view.score is not None else ""
 
 
 def summary_text(view: StudentView, *, practice_note: bool = True) -> str:
@@ -117,8 +122,11 @@ def summary_text(view: StudentView, *, practice_note: bool = True) -> str:
     if view.score is None:
         return view.status_text
     missed = [c.id for c in view.failed_visible]
-    lines = [f"Score: {_pts(view.score)}/{_pts(view.max_score)}."]
-    lines.append(f"Checks to fix: {', '.join(missed)}." if missed else "Every check shown in detail passed.")
+    shown = "checks shown" if view.partial else "checks"
+    lines = [f"Score on the {shown}: {_pts(view.score)}/{_pts(view.max_score)}."]
+    lines.append(f"Checks to fix: {', '.join(missed)}." if missed else f"Every one of the {shown} passed.")
+    if note := total_note(view):
+        lines.append(note)
     if withheld := withheld_sentence(view):
         lines.append(withheld)
     if view.practice and practice_note:

@@ -10,6 +10,7 @@ from ..batch.store import SQLiteStore, StoredResult
 from ..errors import GraderError, RosterError
 from ..export.roster import Roster, RosterEntry, read_roster
 from ..rubric import Rubric
+from ..visibility import Release, release_for
 from .html import render_html
 from .markdown import render_markdown
 from .summary import build_summary
@@ -28,8 +29,10 @@ def write_feedback(results_dir: Path) -> None:
         raise GraderError(f"{results_dir}: no {SQLiteStore.FILE}; run 'grader batch SOURCE --out {results_dir}' first")
     with SQLiteStore(results_dir) as store:
         results = list(store.results())
-        rubric_json = store.meta().get("rubric")
+        meta = store.meta()
+    rubric_json = meta.get("rubric")
     rubric = Rubric.model_validate_json(rubric_json) if rubric_json else None
+    release = stored_release(meta, rubric)
     roster, roster_problem = _roster(results_dir)
     names = _roster_names(results, roster)
     folder = results_dir / FEEDBACK_DIR
@@ -39,7 +42,7 @@ def write_feedback(results_dir: Path) -> None:
         if not is_safe(result.student_id):  # the batch only stores whitelisted ids; never trust that blindly
             skipped.append(result.student_id)
             continue
-        view = student_view(result, rubric, name=names.get(result.student_id, ""))
+        view = student_view(result, rubric, name=names.get(result.student_id, ""), release=release)
         _write(folder / f"{result.student_id}.html", render_html(view))
         _write(folder / f"{result.student_id}.md", render_markdown(view))
     summary = build_summary(results, rubric, _missing(results, roster), names)
@@ -50,6 +53,13 @@ def write_feedback(results_dir: Path) -> None:
                                    "page was written for them")
     _write(results_dir / "summary.json", json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
     _write(results_dir / "summary.html", render_summary_html(summary))
+
+
+def stored_release(meta: dict[str, str], rubric: Rubric | None) -> Release:
+    """What students may see now: the batch's --due-date/--publish-date, else the rubric's dates."""
+    given: dict[str, str] = json.loads(meta.get("release") or "{}")
+    return release_for(rubric.due_date if rubric else None, rubric.publish_date if rubric else None,
+                       due_date=given.get("due_date"), publish_date=given.get("publish_date"))
 
 
 def _roster(results_dir: Path) -> tuple[Roster | None, str]:

@@ -106,15 +106,20 @@ def _raised(got: CheckOutput) -> str:
     return f"{head}, with this message from the code under test:\n{quoted}"
 
 
+WITHHELD = {  # the student message of a non-visible check that did not pass (grader.visibility)
+    "hidden": "Its details are for the course staff only.",
+    "after_due_date": "Its details are released after the due date.",
+    "after_published": "Its details are released when scores are published.",
+}
+
+
 def _result(spec: CheckSpec, status: CheckStatus, text: str, called: str, duration_ms: float,
             hint: bool = True) -> CheckResult:
     detail = "\n".join(x for x in (f"Called: {called}" if called and status != "passed" else "", text) if x)
     if hint and status not in ("passed", "not_gradable") and spec.hint:
         detail += f"\nHint: {spec.hint}"
-    if spec.public or status in ("passed", "not_gradable"):
-        message = detail
-    else:
-        message = f"This {spec.visibility.replace('_', ' ')} check did not pass ({status}); its details are not shown."
+    shown_now = spec.public or status in ("passed", "not_gradable")
+    message = detail if shown_now else f"Did not pass. {WITHHELD[spec.visibility]}"
     return CheckResult(
         id=spec.id, title=spec.title, status=status, score=spec.points if status == "passed" else 0.0,
         max_score=spec.points, visibility=spec.visibility, message=shown(message), detail=shown(detail),

@@ -8,6 +8,8 @@ A unit is one Python package holding everything one course module needs (docs/NE
   and nothing else of the grader;
 - ``judge/``: host-side ``COMPARATORS``, ``DIAGNOSES`` and ``NOT_APPLICABLE`` (see grader.judge);
 - ``reference/solution.py``: the trusted reference solution (staff only, never in a sandbox);
+- ``public_expected/``: the public checks' expected outputs, made from the reference by
+  ``python -m grader.dist refresh``, for the student package, which has no reference;
 - the course runtime it runs on (``runtime``, a package of ``reference/runtime``), and how to find
   a student's work (``notebook_names``);
 - optionally, golden submissions (``examples``).
@@ -74,9 +76,15 @@ class ModuleUnit:
         return self.root / "probes"
 
     @property
+    def expected_dir(self) -> Path:
+        """The public checks' expected outputs shipped with the student package (grader/shipped.py)."""
+        return self.root / "public_expected"
+
+    @property
     def staff_paths(self) -> tuple[Path, ...]:
-        """What no sandbox may show: the rubric and the reference solution."""
-        return (self.rubric_path, self.reference_path.parent)
+        """What no sandbox may show: the rubric, the reference solution, the shipped expected outputs
+        (those of them that this install has: the student package has no reference)."""
+        return tuple(p for p in (self.rubric_path, self.reference_path.parent, self.expected_dir) if p.exists())
 
     @property
     def file_names(self) -> tuple[str, ...]:

@@ -63,7 +63,7 @@ from ..models import BackendInfo, Chunk
 from ..plan import Job
 from . import RunResult
 from .local import scrubbed_env
-from .process import OUTPUT_CAP, deadlines, write_job
+from .process import OUTPUT_CAP, deadlines, overdue, write_job
 from .stream import OutputStream
 
 LABEL = "tinytorch-grader"
@@ -507,11 +507,8 @@ class DockerSandbox:
             with reader.cond:
                 while not reader.finished():
                     elapsed = time.monotonic() - t0
-                    if not reader.stream.imported and elapsed > import_deadline:
-                        killed = f"importing the module took longer than {import_deadline:g} s"
-                        break
-                    if elapsed > total_deadline:
-                        killed = f"the whole run took longer than {total_deadline:g} s"
+                    killed = overdue(reader.stream.imported, elapsed, import_deadline, total_deadline)
+                    if killed is not None:
                         break
                     limit = total_deadline if reader.stream.imported else import_deadline
                     reader.cond.wait(max(limit - elapsed, 0.0) + 0.005)

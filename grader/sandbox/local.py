@@ -40,7 +40,7 @@ from ..paths import expected_cache_dir, harness_parent
 from . import RunResult
 from .bundle import ensure_bundle
 from .cgroup import CgroupLimits, JobCgroups
-from .process import CappedReader, deadlines
+from .process import CappedReader, deadlines, overdue
 from .stream import OutputStream
 
 if TYPE_CHECKING:
@@ -585,11 +585,8 @@ def _supervise(reader: _StreamReader, pidfd: int, control: IO[bytes], job: Job) 
     with reader.cond:
         while not reader.done():
             elapsed = time.monotonic() - started
-            if not reader.stream.imported and elapsed > import_deadline:
-                killed = f"importing the module took longer than {import_deadline:g} s"
-                break
-            if elapsed > total_deadline:
-                killed = f"the whole run took longer than {total_deadline:g} s"
+            killed = overdue(reader.stream.imported, elapsed, import_deadline, total_deadline)
+            if killed is not None:
                 break
             limit = total_deadline if reader.stream.imported else import_deadline
             reader.cond.wait(timeout=max(0.0, min(limit - elapsed, 0.25)))

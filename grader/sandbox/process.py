@@ -34,6 +34,15 @@ def deadlines(job: Job) -> tuple[float, float]:
     return job.import_timeout_s, min(job.total_timeout_s, job.import_timeout_s + checks + 2.0)
 
 
+def overdue(imported: bool, elapsed: float, import_deadline: float, total_deadline: float) -> str | None:
+    """Why the host must stop a run now, if it must: its import or its whole budget ran out."""
+    if not imported and elapsed > import_deadline:
+        return f"importing the module took longer than {import_deadline:g} s"
+    if elapsed > total_deadline:
+        return f"the whole run took longer than {total_deadline:g} s"
+    return None
+
+
 class CappedReader(threading.Thread):
     """Drain a pipe, keeping at most ``cap`` bytes so a flood can neither block nor exhaust us."""
 

@@ -75,7 +75,7 @@ def selftest_command(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.markup import escape
 
-    console, errors = Console(highlight=False), Console(stderr=True, highlight=False)
+    console, errors = Console(highlight=False), Console(stderr=True, highlight=False, soft_wrap=True)
     if not console.is_terminal:  # logs and CI: keep ids and diff lines whole
         console = Console(highlight=False, width=200)
     if not args.mutants:

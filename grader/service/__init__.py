@@ -10,6 +10,7 @@ SQL store shared with ``grader batch``.
     tasks.py      the Celery app and task (``grader worker``)
     sweeper.py    re-enqueue submissions pending too long
     app.py        the FastAPI application; auth.py, views.py, metrics.py, exports.py beside it
+    web/          the pages for students and staff (server-rendered; templates in feedback/templates/web)
     cli.py        ``grader serve`` and ``grader worker``
 
 Only ``tables.py`` and ``database.py`` are imported outside the service (by the batch store); the

@@ -26,6 +26,7 @@ from .auth import Principal, authenticate, bearer, own_submission, require_cours
 from .database import Database, StoreUnavailable
 from .dispatch import CeleryDispatcher, Dispatcher, LocalPool
 from .exports import check_stats, export
+from .lti.routes import router as lti_router
 from .metrics import registry
 from .notify import Subscriber
 from .schemas import SLUG, SUBMISSION_ID, AssignmentIn, AssignmentPatch, CourseIn, OverrideIn
@@ -33,6 +34,7 @@ from .settings import Settings
 from .sweeper import Sweeper, sweep
 from .tables import Assignment, Audit, Course, Staff, Student, Submission, utcnow
 from .views import assignment_view, course_view, staff_result, status_view, student_result
+from .web import WebHooks, error_page, is_page, mount_web
 
 log = logging.getLogger("grader.service")
 T = TypeVar("T")
@@ -131,16 +133,21 @@ def create_app(settings: Settings, *, dispatcher: Dispatcher | None = None,
     app = FastAPI(title="TinyTorch grading service", version=__version__, lifespan=lifespan)
     app.state.db, app.state.settings, app.state.waiters = db, settings, waiters
     metrics_registry = registry(db)
+    app.include_router(lti_router)
 
     @app.exception_handler(ops.ServiceError)
-    async def service_error(_request: Request, e: ops.ServiceError) -> JSONResponse:
+    async def service_error(request: Request, e: ops.ServiceError) -> Response:
         headers = {"Retry-After": str(e.retry_after)} if e.retry_after is not None else None
+        if is_page(request):
+            return error_page(request, e.status, str(e), headers)
         return JSONResponse({"detail": str(e)}, status_code=e.status, headers=headers)
 
     @app.exception_handler(StoreUnavailable)
-    async def store_down(_request: Request, e: StoreUnavailable) -> JSONResponse:
-        return JSONResponse({"detail": f"the database is unavailable; try again shortly ({e})"}, status_code=503,
-                            headers={"Retry-After": "5"})
+    async def store_down(request: Request, e: StoreUnavailable) -> Response:
+        message = f"the database is unavailable; try again shortly ({e})"
+        if is_page(request):
+            return error_page(request, 503, message, {"Retry-After": "5"})
+        return JSONResponse({"detail": message}, status_code=503, headers={"Retry-After": "5"})
 
     def run(work: Callable[[Session], T]) -> T:
         return db.run(work)
@@ -245,6 +252,12 @@ def create_app(settings: Settings, *, dispatcher: Dispatcher | None = None,
                      ) -> JSONResponse:
         """Upload a submission: 202 and its id, once it is committed to the store. The same file
         from the same student again returns the same id (and does not count against the limit)."""
+        view = await accept_upload(principal, course, assignment, request, file, student_id)
+        return JSONResponse(view, status_code=202, headers={"Location": view["links"]["self"]})
+
+    async def accept_upload(principal: Principal, course: str, assignment: str, request: Request, file: UploadFile,
+                            student_id: str | None = None) -> dict[str, Any]:
+        """Validate, commit, then enqueue an upload (the API's and the web pages' one way in)."""
         limit = settings.max_upload_bytes
         declared = request.headers.get("content-length", "")
         if declared.isdigit() and int(declared) > limit + 64 * 1024:
@@ -264,7 +277,7 @@ def create_app(settings: Settings, *, dispatcher: Dispatcher | None = None,
         view, created = await run_in_threadpool(run, work)  # committed here, before it is enqueued
         if created:
             await run_in_threadpool(dispatch, view["id"], view["generation"])
-        return JSONResponse(view, status_code=202, headers={"Location": view["links"]["self"]})
+        return view
 
     @app.get("/api/courses/{course}/assignments/{assignment}/submissions", tags=["submissions"])
     def list_submissions(course: Slug, assignment: Slug, principal: Who) -> list[dict[str, Any]]:
@@ -312,6 +325,9 @@ def create_app(settings: Settings, *, dispatcher: Dispatcher | None = None,
     @app.get("/api/submissions/{submission_id}/events", tags=["submissions"])
     async def events(submission_id: SubmissionId, principal: Who) -> StreamingResponse:
         """Server-sent events: one ``status`` event per change, until the status is final."""
+        return await status_events(principal, submission_id)
+
+    async def status_events(principal: Principal, submission_id: str) -> StreamingResponse:
         first = await run_in_threadpool(load_status, principal, submission_id)
 
         async def stream() -> AsyncIterator[str]:
@@ -339,6 +355,10 @@ def create_app(settings: Settings, *, dispatcher: Dispatcher | None = None,
 
     @app.post("/api/submissions/{submission_id}/regrade", status_code=202, tags=["staff"])
     def regrade(submission_id: SubmissionId, principal: StaffOnly) -> dict[str, Any]:
+        return regrade_one(principal, submission_id)
+
+    def regrade_one(principal: Principal, submission_id: str) -> dict[str, Any]:
+        require_staff(principal)
         view = run(lambda s: status_view(ops.regrade(s, own_submission(s, principal, submission_id), principal.name)))
         dispatch(view["id"], view["generation"])
         return view
@@ -347,6 +367,11 @@ def create_app(settings: Settings, *, dispatcher: Dispatcher | None = None,
     def regrade_all(course: Slug, assignment: Slug, principal: StaffOnly) -> dict[str, Any]:
         """Regrade each student's latest upload (after a rubric change); earlier results stay in
         the history."""
+        return {"regrading": regrade_every(principal, course, assignment)}
+
+    def regrade_every(principal: Principal, course: str, assignment: str) -> int:
+        require_staff(principal)
+
         def work(s: Session) -> list[tuple[str, int]]:
             a = ops.assignment_by_slug(s, ops.course_by_slug(s, course), assignment)
             return [(sub.id, ops.regrade(s, sub, principal.name).generation) for sub, _ in ops.latest_submissions(s, a)]
@@ -354,7 +379,7 @@ def create_app(settings: Settings, *, dispatcher: Dispatcher | None = None,
         jobs = run(work)
         for sub_id, generation in jobs:
             dispatch(sub_id, generation)
-        return {"regrading": len(jobs)}
+        return len(jobs)
 
     @app.post("/api/submissions/{submission_id}/override", status_code=201, tags=["staff"])
     def override(submission_id: SubmissionId, body: OverrideIn, principal: StaffOnly) -> dict[str, Any]:
@@ -390,6 +415,8 @@ def create_app(settings: Settings, *, dispatcher: Dispatcher | None = None,
                                "detail": a.detail}
                               for a in s.scalars(select(Audit).order_by(Audit.id.desc()).limit(limit))])
 
+    mount_web(app, WebHooks(run=run, accept_upload=accept_upload, status_events=status_events,
+                            regrade_one=regrade_one, regrade_every=regrade_every))
     return app
 
 

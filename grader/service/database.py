@@ -18,16 +18,12 @@ from sqlalchemy import Engine, create_engine, event, inspect, text
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
-from ..errors import GraderError
+from ..errors import StoreUnavailable as StoreUnavailable  # re-exported for the service
 from .tables import HEAD_REVISION
 
 log = logging.getLogger("grader.service")
 T = TypeVar("T")
 MIGRATIONS = Path(__file__).with_name("migrations")
-
-
-class StoreUnavailable(GraderError, ConnectionError):
-    """The database could not be reached, even after retries."""
 
 
 def sqlite_url(path: Path) -> str:

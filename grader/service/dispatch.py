@@ -17,7 +17,6 @@ from .jobs import Heartbeat, run_job
 from .settings import Settings
 
 log = logging.getLogger("grader.service")
-TASK_NAME = "grader.grade"
 
 
 class Dispatcher(Protocol):
@@ -73,6 +72,8 @@ class CeleryDispatcher:
 
     def enqueue(self, submission_id: str, generation: int) -> bool:
         try:
+            from .tasks import TASK_NAME
+
             self.app.send_task(TASK_NAME, args=(submission_id, generation), retry=True,
                                retry_policy={"max_retries": 2, "interval_start": 0.1, "interval_step": 0.2,
                                              "interval_max": 0.5})

@@ -23,7 +23,7 @@ from ..export.base import build_gradebook
 from ..export.roster import Roster, RosterEntry
 from ..models import GradeReport
 from .ops import Conflict, Invalid, effective, history, latest_submissions, rubric_of
-from .tables import Assignment, Student
+from .tables import Assignment, Grading, Override, Student, Submission
 from .views import iso
 
 
@@ -35,16 +35,22 @@ def stored_results(session: Session, assignment: Assignment) -> tuple[list[Store
         if not gradings:
             pending.append(student.student_id)
             continue
-        g = gradings[-1]
-        score, _ = effective(gradings, overrides)
-        results.append(StoredResult(
-            student_id=student.student_id, cache_key=f"{sub.sha256}:{g.rubric_hash[:16]}", sha256=sub.sha256,
-            file_name=sub.file_name, name=student.name, email=student.email, submitted_at=iso(sub.submitted_at) or "",
-            status=cast(ResultStatus, g.status), reason=g.reason, score=score, max_score=g.max_score,
-            report=GradeReport.model_validate_json(g.report) if g.report else None, graded_at=iso(g.finished_at) or ""))
+        results.append(stored_result(sub, student, gradings, overrides))
     problems = [f"{len(pending)} student(s) have a latest upload still being graded, not exported: {', '.join(pending)}"
                 ] if pending else []
     return results, problems
+
+
+def stored_result(sub: Submission, student: Student, gradings: list[Grading], overrides: list[Override]
+                  ) -> StoredResult:
+    """The current result of one upload that has at least one grading."""
+    g = gradings[-1]
+    score, _ = effective(gradings, overrides)
+    return StoredResult(
+        student_id=student.student_id, cache_key=f"{sub.sha256}:{g.rubric_hash[:16]}", sha256=sub.sha256,
+        file_name=sub.file_name, name=student.name, email=student.email, submitted_at=iso(sub.submitted_at) or "",
+        status=cast(ResultStatus, g.status), reason=g.reason, score=score, max_score=g.max_score,
+        report=GradeReport.model_validate_json(g.report) if g.report else None, graded_at=iso(g.finished_at) or "")
 
 
 def roster(session: Session, assignment: Assignment) -> Roster:

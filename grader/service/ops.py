@@ -18,40 +18,18 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from ..batch.names import is_safe
-from ..errors import GraderError, RubricError, SubmissionError
+from ..errors import Conflict as Conflict  # the service's errors, re-exported for its modules
+from ..errors import Invalid as Invalid
+from ..errors import NotFound as NotFound
+from ..errors import RateLimited as RateLimited
+from ..errors import RubricError, SubmissionError
+from ..errors import ServiceError as ServiceError
 from ..export.roster import Roster
 from ..load import LoadLimits, load_submission
 from ..models import shown
 from ..rubric import Rubric, load_rubric
 from .schemas import AssignmentIn, AssignmentPatch, CourseIn, Policy
 from .tables import Assignment, Audit, Course, Grading, Override, Staff, Student, Submission, utcnow
-
-
-class ServiceError(GraderError):
-    """A request that cannot be served; ``status`` is its HTTP status."""
-
-    status = 400
-
-    def __init__(self, message: str, *, retry_after: int | None = None) -> None:
-        super().__init__(message)
-        self.retry_after = retry_after
-
-
-class NotFound(ServiceError):
-    status = 404
-
-
-class Conflict(ServiceError):
-    status = 409
-
-
-class Invalid(ServiceError):
-    status = 422
-
-
-class RateLimited(ServiceError):
-    status = 429
-
 
 # ---- credentials -------------------------------------------------------------------------------
 

@@ -17,11 +17,11 @@ from celery import Celery
 from celery.signals import worker_process_init, worker_shutdown
 
 from .database import Database, StoreUnavailable
-from .dispatch import TASK_NAME
 from .jobs import Heartbeat, run_job
 from .notify import publish_done
 from .settings import Settings
 
+TASK_NAME = "grader.grade"  # the Celery task name the API enqueues and workers serve
 log = logging.getLogger("grader.service")
 QUEUE = "grader"
 SUBMISSION_ID = re.compile(r"^[0-9a-f]{32}$")

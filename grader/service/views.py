@@ -56,7 +56,7 @@ def student_result(sub: Submission, assignment: Assignment, gradings: list[Gradi
     score, source = effective(gradings, overrides)
     result: dict[str, Any] = {"status": grading.status, "max_score": rubric.max_score,
                               "score": score if total_released else None,
-                              "score_released": RELEASE[policy.total] if not total_released else "shown now",
+                              "score_released": "shown now" if total_released else _release_text(policy.total),
                               "overridden": source == "override" and total_released}
     if grading.status == "invalid":
         result["message"] = f"Your submission could not be graded: {grading.reason}"
@@ -74,8 +74,10 @@ def _student_check(check: Any, visibility: str, assignment: Assignment, now: dat
     base = {"id": check.id, "title": check.title, "max_score": check.max_score, "visibility": visibility,
             "released": shown_now}
     if not shown_now:
-        return base | {"release": RELEASE[visibility]}  # type: ignore[index]
-    return base | {"status": check.status, "score": check.score, "message": check.message}
+        return base | {"release": _release_text(visibility)}
+    # Pictures only of checks graded as visible: a hidden check's message is withheld, so are its numbers.
+    figures = [f.model_dump(mode="json") for f in check.figures] if check.visibility == "visible" else []
+    return base | {"status": check.status, "score": check.score, "message": check.message, "figures": figures}
 
 
 def staff_result(sub: Submission, student: Student, gradings: list[Grading], overrides: list[Override]
@@ -102,3 +104,9 @@ def staff_result(sub: Submission, student: Student, gradings: list[Grading], ove
 def _current(sub: Submission, gradings: list[Grading]) -> Grading | None:
     """The newest grading; while a regrade runs, the previous one stays the current result."""
     return gradings[-1] if gradings else None
+
+
+def _release_text(visibility: str) -> str:
+    """When something held back reaches students, in words (a hidden check: never)."""
+    texts = {str(k): f"released {v}" for k, v in RELEASE.items()}
+    return texts.get(visibility, "never released to students")

@@ -148,15 +148,15 @@ class EmbeddingLayer:
                  scale_embeddings=False):
         if pos_encoding not in ('learned', 'sinusoidal', None):
             raise ValueError(f"unknown pos_encoding {pos_encoding!r}")
-        self.embed_dim, self.max_seq_len = embed_dim, max_seq_len
+        self.vocab_size, self.embed_dim, self.max_seq_len = vocab_size, embed_dim, max_seq_len
         self.mode, self.scale = pos_encoding, scale_embeddings
         self.token_embedding = Embedding(vocab_size, embed_dim)
         if pos_encoding == 'learned':
-            self.pos = PositionalEncoding(max_seq_len, embed_dim)
+            self.pos_encoding = PositionalEncoding(max_seq_len, embed_dim)
         elif pos_encoding == 'sinusoidal':
-            self.pos = create_sinusoidal_embeddings(max_seq_len, embed_dim)
+            self.pos_encoding = create_sinusoidal_embeddings(max_seq_len, embed_dim)
         else:
-            self.pos = None
+            self.pos_encoding = None
 
     def forward(self, tokens):
         single = len(tokens.shape) == 1
@@ -166,11 +166,11 @@ class EmbeddingLayer:
         if self.scale:
             h = h * math.sqrt(self.embed_dim)
         if self.mode == 'learned':
-            h = self.pos(h)
+            h = self.pos_encoding(h)
         elif self.mode == 'sinusoidal':
             if h.shape[1] > self.max_seq_len:
                 raise ValueError("sequence longer than max_seq_len")
-            h = h + self.pos[:h.shape[1]]
+            h = h + self.pos_encoding[:h.shape[1]]
         return h[0] if single else h
 
     def __call__(self, tokens):
@@ -179,7 +179,7 @@ class EmbeddingLayer:
     def parameters(self):
         params = list(self.token_embedding.parameters())
         if self.mode == 'learned':
-            params += self.pos.parameters()
+            params += self.pos_encoding.parameters()
         return params
 """
 

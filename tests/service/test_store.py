@@ -22,8 +22,9 @@ from grader.batch.store import SQLiteStore
 from grader.models import BackendInfo, ExtractionSummary, GradeReport
 from grader.service import jobs, ops
 from grader.service.database import MIGRATIONS, Database, sqlite_url
+from grader.service.schema import metadata
 from grader.service.schemas import AssignmentIn, CourseIn
-from grader.service.tables import HEAD_REVISION, Assignment, Base, Grading, Student, utcnow
+from grader.service.tables import HEAD_REVISION, Assignment, Grading, Student, utcnow
 
 OLD_SCHEMA = """
 CREATE TABLE results (student_id TEXT PRIMARY KEY, cache_key TEXT NOT NULL, sha256 TEXT NOT NULL,
@@ -46,7 +47,7 @@ def test_head_revision_is_the_newest_migration() -> None:
 def _differences(db: Database) -> list[Any]:
     db.migrate()
     with db.engine.connect() as connection:
-        return list(compare_metadata(MigrationContext.configure(connection, opts={"compare_type": True}), Base.metadata))
+        return list(compare_metadata(MigrationContext.configure(connection, opts={"compare_type": True}), metadata))
 
 
 def test_migrations_build_exactly_the_tables_on_sqlite(tmp_path: Path) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from alembic import context
 from sqlalchemy import create_engine, text
 
-from grader.service.tables import Base
+from grader.service.schema import metadata
 
 config = context.config
 MIGRATION_LOCK = 0x67726164  # PostgreSQL advisory lock: one migrating process at a time
@@ -23,7 +23,7 @@ def run_migrations_online() -> None:
 
 
 def _run(connection: object) -> None:
-    context.configure(connection=connection, target_metadata=Base.metadata,  # type: ignore[arg-type]
+    context.configure(connection=connection, target_metadata=metadata,  # type: ignore[arg-type]
                       render_as_batch=True, compare_type=True)
     with context.begin_transaction():
         if connection.dialect.name == "postgresql":  # type: ignore[attr-defined]

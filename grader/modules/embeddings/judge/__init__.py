@@ -40,6 +40,11 @@ def emb_shape(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
         return "the batch dimension was flattened away: reshape the result to ids.shape + (embed_dim,)"
     if got.facts.get("call_2d") != got.facts.get("forward_2d"):
         return "__call__ and forward give different results: __call__ should simply return self.forward(x)"
+    empty = got.facts.get("call_empty")
+    if isinstance(empty, str) and empty.startswith("raised"):
+        return (f"an empty id array {empty}: no tokens is valid input and gives shape (0, embed_dim); validate "
+                "with np.any(ids < 0) (False when there are no ids), or guard ids.min()/ids.max() with ids.size, "
+                "which raise on an empty array")
     return None
 
 
@@ -110,7 +115,19 @@ def grad_accumulate(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None
     if (seed is not None and np.array_equal(seed[1], [3.0, 4.0])) or (seed is not None and np.array_equal(seed[1], [1.0, 2.0])):
         return ("for ids (1, 1) row 1 got one gradient row instead of their sum (4, 6): repeated tokens must "
                 "accumulate (np.add.at), not overwrite")
+    if grad is not None and _half_precision(grad, exp.arrays.get("grad")):
+        return ("the gradient is right to float16 precision only (every value is a float16 number): build it in "
+                "float32, e.g. np.zeros_like(weight.data), and do not cast the upstream gradient to float16")
     return None
+
+
+def _half_precision(got: np.ndarray, expected: np.ndarray | None) -> bool:
+    """``got`` is ``expected`` rounded through float16: within float16's precision, and made of float16 values."""
+    if expected is None or got.shape != expected.shape or _same(got, expected):
+        return False
+    with np.errstate(over="ignore"):
+        representable = np.array_equal(got.astype(np.float16).astype(np.float64), got)
+    return representable and bool(np.all(np.abs(got - expected) <= 2.0**-8 * np.abs(expected) + 1e-6))
 
 
 def grad_sparse(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:

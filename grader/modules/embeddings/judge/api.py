@@ -90,7 +90,20 @@ def pe_start_pos(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
     shifted_to_zero[:seq] = g
     if _same(grad, shifted_to_zero):
         return "the output is right but the gradient went to rows 0 .. seq_len-1: slice the table Tensor at start_pos"
-    return _end_causes(got, "at_end", "past_end")
+    return _end_causes(got, "at_end", "past_end") or _bad_start_causes(got)
+
+
+def _bad_start_causes(got: CheckOutput) -> str | None:
+    negative, fractional = got.facts.get("negative"), got.facts.get("fractional")
+    fix = "raise ValueError unless start_pos is an integer >= 0 (isinstance(start_pos, (int, np.integer)))"
+    if negative != OWN:
+        what = ("was accepted" if negative == "none" else "failed inside numpy or the Tensor library, not in your "
+                "own check" if _foreign(negative) else f"raised {negative}")
+        return f"start_pos=-1 {what} (a negative start slices the table from its end): {fix}"
+    if fractional != OWN:
+        what = "was accepted" if fractional == "none" else f"raised {fractional}, not your own ValueError"
+        return f"start_pos=1.5 {what}: {fix}"
+    return None
 
 
 def layer_start_pos(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause | None:
@@ -209,13 +222,35 @@ def emb_bad_ids(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
     return "; ".join(causes) or None
 
 
-def emb_attrs(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
+def _size_causes(got: CheckOutput, i: Inputs, owner: str) -> str | None:
     vocab, dim = got.facts.get("vocab_size"), got.facts.get("embed_dim")
     if (vocab, dim) == (i["dim"], i["vocab"]):
         return "vocab_size and embed_dim are swapped"
     missing = [name for name, value in (("vocab_size", vocab), ("embed_dim", dim)) if value == "missing"]
     if missing:
-        return f"Embedding has no {' or '.join(missing)} attribute: keep the constructor's arguments as self.{missing[0]}"
+        return f"{owner} has no {' or '.join(missing)} attribute: keep the constructor's arguments as self.{missing[0]}"
+    return None
+
+
+def emb_attrs(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
+    return _size_causes(got, i, "Embedding")
+
+
+def layer_attrs(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
+    causes = [c for c in [_size_causes(got, i, "EmbeddingLayer")] if c]
+    positions = got.facts.get("pos_encoding")
+    if positions == "missing":
+        causes.append("with pos_encoding=None the layer has no pos_encoding attribute: set self.pos_encoding = None "
+                      "in that mode too (an if/elif without the None branch leaves it unset)")
+    elif positions not in ("None", None):
+        causes.append(f"with pos_encoding=None, self.pos_encoding is {positions}: it should be None")
+    return "; ".join(causes) or None
+
+
+def sin_fixed(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
+    if got.facts.get("requires_grad") is True:
+        return ("the sinusoid table was created with requires_grad=True: it is fixed, never trained, so it must not "
+                "collect gradients (return Tensor(table), whose requires_grad is False)")
     return None
 
 
@@ -289,6 +324,9 @@ def layer_defaults(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause
             or upstream_positions(got, table, lambda added: tok + added, "out"))
 
 
-DIAGNOSES: dict[str, Diagnosis] = {f.__name__: f for f in (pe_start_pos, layer_start_pos, emb_large_ids, emb_bad_ids, emb_attrs,
-                                     grad_keeps_weight, pe_bad_shape, layer_sin_too_long, layer_defaults)}
+DIAGNOSES: dict[str, Diagnosis] = {
+    f.__name__: f
+    for f in (pe_start_pos, layer_start_pos, emb_large_ids, emb_bad_ids, emb_attrs, layer_attrs, sin_fixed,
+              grad_keeps_weight, pe_bad_shape, layer_sin_too_long, layer_defaults)
+}
 NOT_APPLICABLE: dict[str, Callable[[CheckOutput], str | None]] = {"newer_generation": older_generation}

@@ -6,6 +6,7 @@ a correct implementation in any style matches the reference to the last bit.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -45,7 +46,7 @@ def _emb_shape_inputs(rng: np.random.Generator) -> Inputs:
 
 def _emb_shape_describe(i: Inputs) -> str:
     return (f"Embedding({i['vocab']}, {i['dim']}).forward(ids of shape {tuple(i['ids_1d'].shape)}) and "
-            f"embedding(ids of shape {tuple(i['ids_2d'].shape)})")
+            f"embedding(ids of shape {tuple(i['ids_2d'].shape)}); then embedding(ids of shape (0,)), no ids at all")
 
 
 def _emb_shape_run(ns: Namespace, i: Inputs) -> Outputs:
@@ -55,7 +56,14 @@ def _emb_shape_run(ns: Namespace, i: Inputs) -> Outputs:
         "forward_1d": shape_of(emb.forward(T(i["ids_1d"])), "forward(1-D ids)"),
         "call_2d": shape_of(emb(T(i["ids_2d"])), "embedding(2-D ids)"),
         "forward_2d": shape_of(emb.forward(T(i["ids_2d"])), "forward(2-D ids)"),
+        "call_empty": _shape_or_error(lambda: emb(T(np.zeros(0))), "embedding(empty ids)"),
     }
+
+
+def _shape_or_error(call: Callable[[], Any], what: str) -> list[int] | str:
+    """The result's shape, or "raised X" when the call raised."""
+    out = attempt(call, what)
+    return [int(n) for n in out.shape] if isinstance(out, np.ndarray) else out
 
 
 def _emb_lookup_inputs(rng: np.random.Generator) -> Inputs:
@@ -156,10 +164,15 @@ def _backward(ns: Namespace, weight: np.ndarray, ids: np.ndarray, upstream: np.n
     return grad if grad is not None else NO_GRADIENT
 
 
+# k/16 * (1 + 2^-12) = k * 4097 / 2^16: 13 to 20 significant bits, exact in float32 (24) and in
+# sums of two, never in float16 (11), so a gradient kept in float16 shows.
+FINE = 1.0 + 2.0**-12
+
+
 def _grad_accumulate_inputs(rng: np.random.Generator) -> Inputs:
     vocab, dim = int(rng.integers(4, 12)), int(rng.integers(2, 6))
     return {"vocab": vocab, "dim": dim, "weight": dyadic(rng, (vocab, dim)),
-            "upstream": dyadic(rng, (3, dim)) + 0.0625}
+            "upstream": (dyadic(rng, (3, dim)) + 0.0625) * FINE}
 
 
 def _grad_accumulate_describe(i: Inputs) -> str:

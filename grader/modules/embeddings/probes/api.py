@@ -94,7 +94,8 @@ def _pe_start_describe(i: Inputs) -> str:
     m, d, s = i["max_len"], i["dim"], i["start"]
     return (f"PositionalEncoding({m}, {d}) with known position table: forward(x) and forward(x, start_pos={s}), "
             f"pe(x, start_pos={s}) and its backward, for x of shape {tuple(i['x'].shape)}; then x of shape "
-            f"(1, 2, {d}) and (1, 3, {d}) at start_pos={m - 2} (ending at max_seq_len, and one past it)")
+            f"(1, 2, {d}) and (1, 3, {d}) at start_pos={m - 2} (ending at max_seq_len, and one past it); "
+            "then pe(x, start_pos=-1) and pe(x, start_pos=1.5)")
 
 
 def _pe_start_run(ns: Namespace, i: Inputs) -> Outputs:
@@ -120,6 +121,8 @@ def _pe_start_run(ns: Namespace, i: Inputs) -> Outputs:
             T(x, requires_grad=True), start_pos=s).backward(i["upstream"].copy())),
         "at_end": attempt(lambda: pe(T(i["x_end"]), start_pos=m - 2), "pe(x, start_pos) at the end"),
         "past_end": raised(lambda: pe(T(np.zeros((1, 3, d))), start_pos=m - 2)),
+        "negative": raised(lambda: pe(T(x), start_pos=-1)),
+        "fractional": raised(lambda: pe(T(x), start_pos=1.5)),
     }
 
 
@@ -262,6 +265,29 @@ def _emb_attrs_run(ns: Namespace, i: Inputs) -> Outputs:
     return {"vocab_size": _attribute(emb, "vocab_size"), "embed_dim": _attribute(emb, "embed_dim")}
 
 
+_MISSING = object()
+
+
+def _layer_attrs_inputs(rng: np.random.Generator) -> Inputs:
+    return {"vocab": int(rng.integers(10, 60)), "dim": int(rng.integers(1, 9)) * 2}
+
+
+def _layer_attrs_describe(i: Inputs) -> str:
+    return (f"EmbeddingLayer({i['vocab']}, {i['dim']}, pos_encoding=None).vocab_size, .embed_dim and "
+            ".pos_encoding")
+
+
+def _layer_attrs_run(ns: Namespace, i: Inputs) -> Outputs:
+    layer = ns["EmbeddingLayer"](i["vocab"], i["dim"], pos_encoding=None)
+    positions = getattr(layer, "pos_encoding", _MISSING)
+    return {
+        "vocab_size": _attribute(layer, "vocab_size"),
+        "embed_dim": _attribute(layer, "embed_dim"),
+        "pos_encoding": ("missing" if positions is _MISSING else "None" if positions is None
+                         else f"a {type(positions).__name__}"),
+    }
+
+
 def _grad_keeps_weight_inputs(rng: np.random.Generator) -> Inputs:
     vocab, dim = int(rng.integers(5, 12)), int(rng.integers(2, 6))
     return {"vocab": vocab, "dim": dim, "weight": dyadic(rng, (vocab, dim)), "ids": np.array([0.0, 2.0, 0.0, 1.0]),
@@ -318,6 +344,23 @@ def _pe_bad_shape_run(ns: Namespace, i: Inputs) -> Outputs:
         "dim_one": raised(lambda: pe(T(np.zeros((2, t, 1))))),
         "two_d": raised(lambda: pe(T(np.zeros((t, d))))),
     }
+
+
+# ---- sinusoids: a constant table -----------------------------------------------------------
+
+
+def _sin_fixed_inputs(rng: np.random.Generator) -> Inputs:
+    return {"max_len": int(rng.integers(4, 20)), "dim": int(rng.integers(1, 9)) * 2}
+
+
+def _sin_fixed_describe(i: Inputs) -> str:
+    return f"create_sinusoidal_embeddings({i['max_len']}, {i['dim']}).requires_grad"
+
+
+def _sin_fixed_run(ns: Namespace, i: Inputs) -> Outputs:
+    table = ns["create_sinusoidal_embeddings"](i["max_len"], i["dim"])
+    flag = getattr(table, "requires_grad", False)  # a plain array cannot collect gradients either
+    return {"requires_grad": flag if isinstance(flag, bool) else f"a {type(flag).__name__}"}
 
 
 # ---- EmbeddingLayer: the sinusoidal length check, defaults --------------------------------
@@ -392,6 +435,9 @@ PROBES = {
         Probe("emb_large_ids", ("Embedding",), _emb_large_ids_inputs, _emb_large_ids_describe, _emb_large_ids_run),
         Probe("emb_bad_ids", ("Embedding",), _emb_bad_ids_inputs, _emb_bad_ids_describe, _emb_bad_ids_run),
         Probe("emb_attrs", ("Embedding",), _emb_attrs_inputs, _emb_attrs_describe, _emb_attrs_run),
+        Probe("layer_attrs", ("EmbeddingLayer",), _layer_attrs_inputs, _layer_attrs_describe, _layer_attrs_run),
+        Probe("sin_fixed", ("create_sinusoidal_embeddings",), _sin_fixed_inputs, _sin_fixed_describe,
+              _sin_fixed_run),
         Probe("grad_keeps_weight", ("Embedding",), _grad_keeps_weight_inputs, _grad_keeps_weight_describe,
               _grad_keeps_weight_run),
         Probe("pe_init", ("PositionalEncoding",), _pe_init_inputs, _pe_init_describe, _pe_init_run),

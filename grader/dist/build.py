@@ -1,0 +1,131 @@
+"""Build the two wheels from this source tree.
+
+- staff (``tinytorch-grader``): the tree as it is, ``pip wheel`` of the checkout.
+- student (``tinytorch-grader-student``): a staging copy of the tree without what students must not
+  have or do not need, built with the same hatchling configuration:
+  - no reference solution of any course module (``<unit>/reference/``);
+  - each rubric keeps only its public (``visible``) checks: the hidden checks' ids, inputs and
+    hints stay with the staff;
+  - no staff tools: batch grading, gradebook exports, feedback pages, the Docker image build, the
+    Gradescope mode, mutant selftests and these build tools (``STAFF_ONLY`` below);
+  - ``grader/edition.py`` says ``student``, so the front ends offer only the local backend and say
+    that the official grade comes from the staff;
+  - the public checks' expected outputs (``<unit>/public_expected/``) are shipped instead of the
+    reference; they are current (``python -m grader.dist refresh --check``) or the build stops.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import tomllib
+from pathlib import Path
+
+from .. import modules
+
+ROOT = Path(__file__).resolve().parents[2]
+STUDENT_NAME = "tinytorch-grader-student"
+# Paths under grader/ that only the staff package has.
+STAFF_ONLY = ("batch", "export", "feedback", "selftest", "dist", "service", "image.py", "gradescope_mode.py")
+STUDENT_README = """\
+# tinytorch-grader-student
+
+Practice grading for TinyTorch course modules: `tito test --module NAME` in your TinyTorch checkout
+(`tito-grade test --module NAME --notebook PATH` elsewhere), or `pytest --module NAME`.
+
+It runs the course's public checks in a local sandbox and compares your results with expected
+outputs that the course staff computed and shipped with this package. It holds no reference
+solution and no hidden checks: your official grade comes from the course staff.
+"""
+
+
+def build_staff_wheel(out: Path) -> Path:
+    return _pip_wheel(ROOT, out)
+
+
+def build_student_wheel(out: Path) -> Path:
+    """The student wheel, built from a staging copy of this tree; its path."""
+    with tempfile.TemporaryDirectory(prefix="grader-student-") as tmp:
+        return _pip_wheel(stage_student_tree(Path(tmp) / "src"), out)
+
+
+def stage_student_tree(dest: Path) -> Path:
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", ".*")
+    shutil.copytree(ROOT / "grader", dest / "grader", ignore=ignore)
+    shutil.copytree(ROOT / "reference" / "runtime", dest / "reference" / "runtime", ignore=ignore)
+    shutil.copytree(ROOT / "packaging", dest / "packaging", ignore=ignore)
+    for name in STAFF_ONLY:
+        path = dest / "grader" / name
+        if path.is_dir():
+            shutil.rmtree(path)
+        elif path.exists():
+            path.unlink()
+    for unit in modules.installed().values():
+        staged = dest / unit.root.relative_to(ROOT)
+        if not staged.is_dir():
+            continue  # a unit of another distribution: not ours to ship
+        shutil.rmtree(staged / "reference", ignore_errors=True)
+        rubric = staged / "rubric.toml"
+        rubric.write_text(public_rubric(rubric.read_text(encoding="utf-8")), encoding="utf-8")
+    edition = dest / "grader" / "edition.py"
+    edition.write_text(edition.read_text(encoding="utf-8").replace('EDITION: str = "staff"', 'EDITION: str = "student"'),
+                       encoding="utf-8")
+    (dest / "README.md").write_text(STUDENT_README, encoding="utf-8")
+    (dest / "pyproject.toml").write_text(student_pyproject(), encoding="utf-8")
+    return dest
+
+
+def public_rubric(text: str) -> str:
+    """The rubric with only its visible checks (blocks of ``[[checks]]`` text, so comments stay)."""
+    head, *blocks = re.split(r"(?m)^(?=\[\[checks\]\]\s*$)", text)
+    kept = [b for b in blocks if tomllib.loads(b)["checks"][0].get("visibility", "visible") == "visible"]
+    result = head + "".join(kept)
+    tomllib.loads(result)  # still a valid rubric file
+    return result
+
+
+def student_pyproject() -> str:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    scripts = {k: v for k, v in project["scripts"].items() if k in ("grader", "tito-grade")}
+    lines = [
+        "[build-system]", 'requires = ["hatchling"]', 'build-backend = "hatchling.build"', "",
+        "[project]", f"name = {_toml(STUDENT_NAME)}", f"version = {_toml(project['version'])}",
+        f"description = {_toml('Practice grading for TinyTorch course modules (public checks; no solutions)')}",
+        'readme = "README.md"', f"requires-python = {_toml(project['requires-python'])}",
+        f"license = {_toml(project['license'])}", f"dependencies = {_toml(project['dependencies'])}", "",
+        "[project.scripts]", *(f"{k} = {_toml(v)}" for k, v in scripts.items()), "",
+    ]
+    for group, points in project["entry-points"].items():
+        lines += [f"[project.entry-points.{_toml(group)}]", *(f"{k} = {_toml(v)}" for k, v in points.items()), ""]
+    lines += [
+        "[tool.hatch.build.targets.wheel]", 'packages = ["grader"]', "",
+        "[tool.hatch.build.targets.wheel.force-include]",
+        '"reference/runtime" = "grader/_data/reference/runtime"',
+        '"packaging/tinytorch_grader_tito.pth" = "tinytorch_grader_tito.pth"', "",
+    ]
+    return "\n".join(lines)
+
+
+def _toml(value: object) -> str:
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml(v) for v in value) + "]"
+    raise TypeError(f"cannot write {value!r} as TOML here")
+
+
+def _pip_wheel(source: Path, out: Path) -> Path:
+    out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="grader-wheel-") as tmp:
+        done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+                               "-w", tmp, str(source)], capture_output=True, text=True)
+        if done.returncode != 0:
+            raise RuntimeError(f"pip wheel {source} failed (is hatchling installed? pip install hatchling):\n"
+                               f"{done.stdout}{done.stderr}")
+        (wheel,) = Path(tmp).glob("*.whl")
+        target = out / wheel.name
+        shutil.move(wheel, target)
+    return target

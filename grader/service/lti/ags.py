@@ -1,0 +1,242 @@
+"""Assignment and Grade Services: every new grading of a student who launched from an LMS becomes
+a ``lti_passbacks`` row, delivered (and redelivered with exponential backoff until the platform
+takes it) by ``deliver_due``. A row is never deleted: a failed passback stays visible to staff and
+is retried; a regrade makes a new row with a later timestamp. Also the OAuth 2 client-credentials
+token (signed JWT assertion, cached until it expires) shared with NRPS."""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import threading
+import time
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from functools import partial
+from typing import Any
+
+import httpx2
+import jwt
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from ...errors import PassbackError
+from ..database import Database
+from ..ops import policy_of, released
+from ..tables import Assignment, Grading, Submission, utcnow
+from .config import LtiConfig, Platform
+from .keys import signing_key
+from .launch import record
+from .models import LtiContext, LtiLink, LtiPassback, LtiUser
+
+log = logging.getLogger("grader.service.lti")
+SCORE_TYPE = "application/vnd.ims.lis.v1.score+json"
+LINEITEM_TYPE = "application/vnd.ims.lis.v2.lineitem+json"
+SCOPE_SCORE = "https://purl.imsglobal.org/spec/lti-ags/scope/score"
+SCOPE_LINEITEM = "https://purl.imsglobal.org/spec/lti-ags/scope/lineitem"
+SCOPE_NRPS = "https://purl.imsglobal.org/spec/lti-nrps/scope/contextmembership.readonly"
+
+
+# ---- tokens --------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Token:
+    value: str
+    expires: float
+
+
+class Tokens:
+    """Access tokens per (platform, scopes), kept until 30 s before they expire."""
+
+    def __init__(self) -> None:
+        self._cache: dict[tuple[str, str, str], _Token] = {}
+        self._lock = threading.Lock()
+        self.requests = 0  # token requests made (tests check the cache with it)
+
+    def get(self, db: Database, platform: Platform, scopes: list[str], http: httpx2.Client) -> str:
+        key = (platform.issuer, platform.client_id, " ".join(sorted(scopes)))
+        with self._lock:
+            cached = self._cache.get(key)
+            if cached is not None and cached.expires > time.time():
+                return cached.value
+        assertion = db.run(lambda s: client_assertion(s, platform))
+        self.requests += 1
+        r = http.post(platform.auth_token_url, data={
+            "grant_type": "client_credentials", "client_assertion": assertion, "scope": key[2],
+            "client_assertion_type": "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"})
+        if r.status_code != 200:
+            raise PassbackError(f"token request to {platform.auth_token_url} answered {r.status_code}: {r.text[:200]}")
+        body = r.json()
+        token = _Token(body["access_token"], time.time() + max(0, int(body.get("expires_in", 3600)) - 30))
+        with self._lock:
+            self._cache[key] = token
+        return token.value
+
+
+def client_assertion(session: Session, platform: Platform) -> str:
+    key = signing_key(session)
+    now = int(time.time())
+    claims = {"iss": platform.client_id, "sub": platform.client_id, "aud": platform.assertion_audience,
+              "iat": now, "exp": now + 300, "jti": secrets.token_urlsafe(16)}
+    return jwt.encode(claims, key.private_pem, algorithm="RS256", headers={"kid": key.kid})
+
+
+# ---- making passback rows ---------------------------------------------------------------------
+
+
+def enqueue_passbacks(session: Session) -> int:
+    """A row for each grading (status graded) of an LMS-launched student without one yet."""
+    rows = session.execute(
+        select(Grading, Submission, LtiLink, LtiUser)
+        .join(Submission, Submission.id == Grading.submission_id)
+        .join(LtiUser, LtiUser.student_pk == Submission.student_pk)
+        .join(LtiLink, (LtiLink.assignment_id == Submission.assignment_id) & (LtiLink.context_pk == LtiUser.context_pk))
+        .outerjoin(LtiPassback, (LtiPassback.grading_id == Grading.id) & (LtiPassback.link_pk == LtiLink.id)
+                   & (LtiPassback.user_pk == LtiUser.id))
+        .where(Grading.status == "graded", LtiPassback.id.is_(None)).order_by(Grading.finished_at)).all()
+    for grading, _sub, link, user in rows:
+        last = session.scalar(select(func.max(LtiPassback.timestamp)).where(LtiPassback.link_pk == link.id,
+                                                                            LtiPassback.user_pk == user.id))
+        stamp = grading.finished_at if last is None else max(grading.finished_at, last + timedelta(milliseconds=1))
+        session.add(LtiPassback(grading_id=grading.id, link_pk=link.id, user_pk=user.id, state="pending",
+                                score_given=grading.score, score_maximum=grading.max_score, timestamp=stamp,
+                                next_attempt_at=utcnow()))
+    session.flush()
+    return len(rows)
+
+
+@dataclass(frozen=True)
+class Due:
+    passback_id: int
+    platform: Platform
+    lineitem_url: str
+    lineitems_url: str
+    link_pk: int
+    resource_link_id: str
+    label: str
+    body: dict[str, Any]
+
+
+def _due(session: Session, config: LtiConfig, now: datetime) -> list[Due]:
+    due: list[Due] = []
+    rows = session.execute(
+        select(LtiPassback, LtiLink, LtiUser, LtiContext, Grading, Submission, Assignment)
+        .join(LtiLink, LtiLink.id == LtiPassback.link_pk).join(LtiUser, LtiUser.id == LtiPassback.user_pk)
+        .join(LtiContext, LtiContext.id == LtiLink.context_pk).join(Grading, Grading.id == LtiPassback.grading_id)
+        .join(Submission, Submission.id == Grading.submission_id).join(Assignment, Assignment.id == Submission.assignment_id)
+        .where(LtiPassback.state.in_(("pending", "held", "failed")), LtiPassback.next_attempt_at <= now)
+        .order_by(LtiPassback.timestamp)).all()
+    for pb, link, user, ctx, _grading, sub, assignment in rows:
+        newer = session.scalar(select(LtiPassback.id).where(LtiPassback.link_pk == pb.link_pk,
+                                                            LtiPassback.user_pk == pb.user_pk,
+                                                            LtiPassback.timestamp > pb.timestamp,
+                                                            LtiPassback.state == "sent"))
+        if newer is not None:  # a later score is in the gradebook already: this one would be refused as older
+            pb.state, pb.last_error = "sent", "superseded by a later score"
+            continue
+        if not released(policy_of(assignment).total, assignment, now):
+            pb.state, pb.last_error = "held", "the total is not released to students yet (assignment policy)"
+            continue
+        platform = config.platform(ctx.issuer, ctx.client_id)
+        if platform is None:
+            pb.state, pb.last_error = "failed", f"platform {ctx.issuer!r} is no longer registered"
+            continue
+        body = {"userId": user.sub, "scoreGiven": pb.score_given, "scoreMaximum": pb.score_maximum,
+                "timestamp": pb.timestamp.isoformat(timespec="milliseconds"), "activityProgress": "Completed",
+                "gradingProgress": "FullyGraded", "submission": {"submittedAt": sub.submitted_at.isoformat(
+                    timespec="milliseconds")}}
+        due.append(Due(pb.id, platform, link.lineitem_url, ctx.lineitems_url, link.id, link.resource_link_id,
+                       assignment.title or assignment.slug, body))
+    return due
+
+
+def scores_url(lineitem_url: str) -> str:
+    base, sep, query = lineitem_url.partition("?")
+    return f"{base.rstrip('/')}/scores{sep}{query}"
+
+
+def _lineitem(db: Database, item: Due, tokens: Tokens, http: httpx2.Client) -> str:
+    """The launch's line item, or one created (once) in the context's line items."""
+    if item.lineitem_url:
+        return item.lineitem_url
+    if not item.lineitems_url:
+        raise PassbackError("the launch had no line item and the platform offers no line items service")
+    token = tokens.get(db, item.platform, [SCOPE_LINEITEM, SCOPE_SCORE], http)
+    r = http.post(item.lineitems_url, headers={"Authorization": f"Bearer {token}", "Content-Type": LINEITEM_TYPE},
+                  json={"scoreMaximum": item.body["scoreMaximum"], "label": item.label,
+                        "resourceLinkId": item.resource_link_id, "resourceId": f"grader-{item.link_pk}"})
+    if r.status_code not in (200, 201):
+        raise PassbackError(f"creating the line item answered {r.status_code}: {r.text[:200]}")
+    url = str(r.json()["id"])
+    db.run(lambda s: setattr(s.get_one(LtiLink, item.link_pk), "lineitem_url", url))
+    return url
+
+
+def _send(db: Database, item: Due, tokens: Tokens, http: httpx2.Client) -> None:
+    lineitem = _lineitem(db, item, tokens, http)
+    token = tokens.get(db, item.platform, [SCOPE_LINEITEM, SCOPE_SCORE], http)
+    r = http.post(scores_url(lineitem), json=item.body,
+                  headers={"Authorization": f"Bearer {token}", "Content-Type": SCORE_TYPE})
+    if r.status_code not in (200, 201, 202, 204):
+        raise PassbackError(f"the platform answered {r.status_code}: {r.text[:200]}")
+
+
+def deliver_due(db: Database, config: LtiConfig, tokens: Tokens, http: httpx2.Client | None = None) -> int:
+    """Make rows for new gradings, then send every due one. Returns how many were delivered."""
+    db.run(enqueue_passbacks)
+    items = db.run(lambda s: _due(s, config, utcnow()))
+    client = http or httpx2.Client(timeout=15)
+    delivered = 0
+    try:
+        for item in items:
+            try:
+                _send(db, item, tokens, client)
+            except (PassbackError, httpx2.HTTPError, KeyError, ValueError) as e:
+                db.run(partial(_failed, config=config, item=item, error=e))
+                continue
+            db.run(partial(_sent, item=item))
+            delivered += 1
+    finally:
+        if http is None:
+            client.close()
+    return delivered
+
+
+def _sent(session: Session, item: Due) -> None:
+    pb = session.get_one(LtiPassback, item.passback_id)
+    pb.state, pb.sent_at, pb.attempts, pb.last_error = "sent", utcnow(), pb.attempts + 1, ""
+
+
+def _failed(session: Session, config: LtiConfig, item: Due, error: Exception) -> None:
+    pb = session.get_one(LtiPassback, item.passback_id)
+    pb.attempts += 1
+    delay = min(config.passback_base_delay_s * 2 ** (pb.attempts - 1), config.passback_max_delay_s)
+    pb.state, pb.last_error = "failed", f"{type(error).__name__}: {error}"[:1000]
+    pb.next_attempt_at = utcnow() + timedelta(seconds=delay)
+    record(session, "passback_failed", item.platform.issuer,
+           f"passback {pb.id} (attempt {pb.attempts}, next in {delay:.0f} s): {pb.last_error}")
+
+
+class PassbackLoop:
+    """``deliver_due`` every ``interval_s`` in a background thread."""
+
+    def __init__(self, db: Database, config: LtiConfig, tokens: Tokens, interval_s: float = 5.0) -> None:
+        self.db, self.config, self.tokens, self.interval_s = db, config, tokens, interval_s
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True, name="lti-passback")
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            try:
+                deliver_due(self.db, self.config, self.tokens)
+            except Exception:
+                log.exception("lti passback: this round failed; the next one retries")
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=10)

@@ -1,0 +1,229 @@
+"""OIDC third-party login initiation and the LTI 1.3 launch: the platform's id_token is verified
+against its JWKS (PyJWT's cached JWKS client refetches on an unknown key id: key rotation), and
+state, nonce (single use), audience, authorized party, expiry, issuer, deployment id, message
+type and version are checked. The launch then maps the LMS user and context to the grader's."""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import threading
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+from urllib.parse import urlencode
+
+import jwt
+from sqlalchemy import delete, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from ...errors import LaunchRejected
+from ..ops import new_token, token_hash
+from ..tables import Assignment, Course, Student, utcnow
+from .config import LtiConfig, Platform
+from .models import LtiContext, LtiEvent, LtiLink, LtiLogin, LtiNonce, LtiUser
+
+log = logging.getLogger("grader.service.lti")
+CLAIM = "https://purl.imsglobal.org/spec/lti/claim/"
+AGS_CLAIM = "https://purl.imsglobal.org/spec/lti-ags/claim/endpoint"
+NRPS_CLAIM = "https://purl.imsglobal.org/spec/lti-nrps/claim/namesroleservice"
+STAFF_ROLES = ("#Instructor", "#Administrator", "#ContentDeveloper", "#TeachingAssistant", "Instructor#")
+LOGIN_TTL = timedelta(minutes=10)
+LEEWAY_S = 30
+
+
+@dataclass(frozen=True)
+class Launch:
+    role: str  # student | instructor
+    user: str  # the student id, or the instructor's name
+    course: str
+    assignment: str
+    user_pk: int
+
+
+# ---- login initiation --------------------------------------------------------------------------
+
+
+def login_redirect(session: Session, config: LtiConfig, params: dict[str, str]) -> tuple[str, str]:
+    """The platform's authorization URL to redirect to, and the state (also set as a cookie)."""
+    issuer, hint = params.get("iss", ""), params.get("login_hint", "")
+    platform = config.platform(issuer, params.get("client_id") or None)
+    if platform is None:
+        raise LaunchRejected(f"no platform is registered with issuer {issuer!r}"
+                             + (f" and client id {params['client_id']!r}" if params.get("client_id") else ""))
+    if not hint:
+        raise LaunchRejected("the login request has no login_hint")
+    state, nonce = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
+    session.execute(delete(LtiLogin).where(LtiLogin.created_at < utcnow() - LOGIN_TTL))
+    session.add(LtiLogin(state=state, nonce=nonce, issuer=issuer, client_id=platform.client_id))
+    query = {"scope": "openid", "response_type": "id_token", "response_mode": "form_post", "prompt": "none",
+             "client_id": platform.client_id, "redirect_uri": config.launch_url, "login_hint": hint,
+             "state": state, "nonce": nonce}
+    if params.get("lti_message_hint"):
+        query["lti_message_hint"] = params["lti_message_hint"]
+    sep = "&" if "?" in platform.auth_login_url else "?"
+    return f"{platform.auth_login_url}{sep}{urlencode(query)}", state
+
+
+# ---- the launch ----------------------------------------------------------------------------------
+
+_jwks_clients: dict[str, jwt.PyJWKClient] = {}
+_jwks_lock = threading.Lock()
+
+
+def jwks_client(url: str) -> jwt.PyJWKClient:
+    """One cached client per JWKS URL: keys are kept 5 minutes, and an unknown kid refetches."""
+    with _jwks_lock:
+        if url not in _jwks_clients:
+            _jwks_clients[url] = jwt.PyJWKClient(url, cache_keys=True, lifespan=300, timeout=10)
+        return _jwks_clients[url]
+
+
+def verify_id_token(session: Session, config: LtiConfig, id_token: str, state: str, cookie_state: str | None
+                    ) -> tuple[Platform, dict[str, Any]]:
+    if not state or not id_token:
+        raise LaunchRejected("the launch has no id_token or no state")
+    if cookie_state != state:
+        raise LaunchRejected("the launch's state does not match this browser's login (cookies blocked, or a "
+                             "launch started elsewhere)")
+    login = session.get(LtiLogin, state)
+    if login is None or login.created_at < utcnow() - LOGIN_TTL:
+        raise LaunchRejected("unknown or expired state: the login was already used or is older than 10 minutes")
+    session.delete(login)  # single use
+    try:
+        unverified = jwt.decode(id_token, options={"verify_signature": False})
+    except jwt.InvalidTokenError as e:
+        raise LaunchRejected(f"the id_token is not a JWT ({e})") from None
+    if unverified.get("iss") != login.issuer:
+        raise LaunchRejected(f"wrong issuer {unverified.get('iss')!r}: the login was started by {login.issuer!r}")
+    platform = config.platform(login.issuer, login.client_id)
+    if platform is None:
+        raise LaunchRejected(f"the platform {login.issuer!r} is no longer registered")
+    try:
+        key = jwks_client(platform.jwks_url).get_signing_key_from_jwt(id_token)
+        claims: dict[str, Any] = jwt.decode(
+            id_token, key.key, algorithms=["RS256"], audience=platform.client_id, issuer=platform.issuer,
+            leeway=LEEWAY_S, options={"require": ["exp", "iat", "iss", "aud", "sub", "nonce"]})
+    except jwt.ExpiredSignatureError:
+        raise LaunchRejected("the id_token has expired") from None
+    except jwt.InvalidAudienceError:
+        raise LaunchRejected(f"the id_token is not for this tool (audience is not {platform.client_id!r})") from None
+    except jwt.InvalidIssuerError:
+        raise LaunchRejected("the id_token's issuer is not the registered platform") from None
+    except jwt.InvalidSignatureError:
+        raise LaunchRejected("the id_token's signature does not verify with the platform's keys") from None
+    except (jwt.PyJWKClientError, jwt.InvalidTokenError) as e:
+        raise LaunchRejected(f"the id_token does not verify: {e}") from None
+    aud = claims["aud"]
+    if isinstance(aud, list) and len(aud) > 1 and claims.get("azp") != platform.client_id:
+        raise LaunchRejected("the id_token has several audiences and its azp is not this tool")
+    if claims["nonce"] != login.nonce:
+        raise LaunchRejected("the id_token's nonce is not the one this login sent")
+    try:
+        with session.begin_nested():
+            session.add(LtiNonce(issuer=platform.issuer, nonce=claims["nonce"]))
+    except IntegrityError:
+        raise LaunchRejected("this id_token's nonce was used before (a replayed launch)") from None
+    deployment = claims.get(CLAIM + "deployment_id")
+    if deployment not in platform.deployment_ids:
+        raise LaunchRejected(f"deployment id {deployment!r} is not registered for {platform.issuer!r}")
+    if claims.get(CLAIM + "message_type") != "LtiResourceLinkRequest":
+        raise LaunchRejected(f"unsupported message type {claims.get(CLAIM + 'message_type')!r}")
+    if claims.get(CLAIM + "version") != "1.3.0":
+        raise LaunchRejected(f"unsupported LTI version {claims.get(CLAIM + 'version')!r}")
+    return platform, claims
+
+
+def is_staff(roles: list[str]) -> bool:
+    return any(r.endswith(suffix) or suffix in r for r in roles for suffix in STAFF_ROLES)
+
+
+def map_launch(session: Session, platform: Platform, claims: dict[str, Any]) -> Launch:
+    """The course, assignment and student (or instructor) of a verified launch."""
+    context = claims.get(CLAIM + "context") or {}
+    link = claims.get(CLAIM + "resource_link") or {}
+    custom = claims.get(CLAIM + "custom") or {}
+    if not context.get("id") or not link.get("id"):
+        raise LaunchRejected("the launch has no context or resource link")
+    ctx = _context(session, platform, claims, context["id"], custom.get("course", ""))
+    lti_link = _link(session, ctx, link["id"], custom.get("assignment", ""),
+                     (claims.get(AGS_CLAIM) or {}).get("lineitem", ""))
+    course = session.get_one(Course, ctx.course_id)
+    assignment = session.get_one(Assignment, lti_link.assignment_id)
+    role = "instructor" if is_staff(claims.get(CLAIM + "roles") or []) else "student"
+    user = upsert_user(session, ctx, claims["sub"], role, claims.get("name", ""), claims.get("email", ""),
+                       (claims.get(CLAIM + "lis") or {}).get("person_sourcedid", ""))
+    shown = claims.get("name") or claims["sub"]
+    if user.student_pk is not None:
+        shown = session.get_one(Student, user.student_pk).student_id
+    return Launch(role, shown, course.slug, assignment.slug, user.id)
+
+
+def _context(session: Session, platform: Platform, claims: dict[str, Any], context_id: str, course_slug: str
+             ) -> LtiContext:
+    deployment = claims[CLAIM + "deployment_id"]
+    ctx = session.scalar(select(LtiContext).where(LtiContext.issuer == platform.issuer,
+                                                  LtiContext.deployment_id == deployment,
+                                                  LtiContext.context_id == context_id))
+    if ctx is None:
+        course = session.scalar(select(Course).where(Course.slug == course_slug)) if course_slug else None
+        if course is None:
+            raise LaunchRejected(f"this LMS course is not linked to a grader course yet: give the link the custom "
+                                 f"parameter course=<course slug> (got {course_slug!r})")
+        ctx = LtiContext(issuer=platform.issuer, client_id=platform.client_id, deployment_id=deployment,
+                         context_id=context_id, course_id=course.id)
+        session.add(ctx)
+    ags = claims.get(AGS_CLAIM) or {}
+    ctx.lineitems_url = ags.get("lineitems", ctx.lineitems_url or "")
+    ctx.memberships_url = (claims.get(NRPS_CLAIM) or {}).get("context_memberships_url", ctx.memberships_url or "")
+    session.flush()
+    return ctx
+
+
+def _link(session: Session, ctx: LtiContext, resource_link_id: str, assignment_slug: str, lineitem: str) -> LtiLink:
+    found = session.scalar(select(LtiLink).where(LtiLink.context_pk == ctx.id,
+                                                 LtiLink.resource_link_id == resource_link_id))
+    if found is None:
+        assignment = session.scalar(select(Assignment).where(Assignment.course_id == ctx.course_id,
+                                                             Assignment.slug == assignment_slug))
+        if assignment is None:
+            raise LaunchRejected(f"this LMS link is not linked to an assignment yet: give it the custom parameter "
+                                 f"assignment=<assignment slug> (got {assignment_slug!r})")
+        found = LtiLink(context_pk=ctx.id, resource_link_id=resource_link_id, assignment_id=assignment.id)
+        session.add(found)
+    if lineitem:
+        found.lineitem_url = lineitem
+    session.flush()
+    return found
+
+
+def upsert_user(session: Session, ctx: LtiContext, sub: str, role: str, name: str, email: str, sourcedid: str
+                ) -> LtiUser:
+    """The LMS user in this context; a learner is matched to (or added as) a student of the course,
+    by the LMS's SIS id, else the email, else the LTI user id."""
+    user = session.scalar(select(LtiUser).where(LtiUser.context_pk == ctx.id, LtiUser.sub == sub))
+    if user is None:
+        user = LtiUser(context_pk=ctx.id, sub=sub, role=role)
+        session.add(user)
+    user.role, user.name, user.email = role, name or user.name or "", email or user.email or ""
+    if role == "student" and user.student_pk is None:
+        student_id = sourcedid or email or sub
+        student = session.scalar(select(Student).where(Student.course_id == ctx.course_id,
+                                                       Student.student_id == student_id))
+        if student is None:  # a credential nobody sees: the student signs in through the LMS
+            student = Student(course_id=ctx.course_id, student_id=student_id, name=name, email=email,
+                              roster_json="{}", token_hash=token_hash(new_token("student")))
+            session.add(student)
+            session.flush()
+        user.student_pk = student.id
+    session.flush()
+    return user
+
+
+def record(session: Session, kind: str, issuer: str, detail: str) -> int:
+    event = LtiEvent(kind=kind, issuer=issuer, detail=detail)
+    session.add(event)
+    session.flush()
+    log.warning("lti %s (%s): %s", kind, issuer or "unknown issuer", detail)
+    return event.id

@@ -1,0 +1,250 @@
+"""The LTI 1.3 tool against a third-party platform implementation (lti1p3platform, served on
+127.0.0.1 by tests/service/lti_platform.py): launches, rejections, score passback and retries."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlparse
+
+import httpx2
+import jwt
+import pytest
+from fastapi.testclient import TestClient
+
+from grader.service.app import create_app
+from grader.service.lti.ags import deliver_due
+from grader.service.lti.routes import app_config, tokens
+from grader.service.settings import Settings
+from grader.service.tables import Assignment, Grading, Submission, utcnow
+from tests.service.lti_platform import CLIENT_ID, DEPLOYMENT, LMS, Served, rsa_pem
+
+pytest.importorskip("lti1p3platform")
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> Iterator[tuple[TestClient, Served, dict[str, str]]]:
+    lms = LMS()
+    served = Served(lms)
+    (tmp_path / "lti.toml").write_text(f"""
+[tool]
+base_url = "https://testserver"
+passback_base_delay_s = 0.01
+[[platform]]
+issuer = "{lms.url}"
+client_id = "{CLIENT_ID}"
+deployment_ids = ["{DEPLOYMENT}"]
+auth_login_url = "{lms.url}/auth"
+auth_token_url = "{lms.url}/token"
+jwks_url = "{lms.url}/jwks"
+""")
+    tokens_seen: list[str] = []
+    app = create_app(Settings(data_dir=tmp_path, sweep_interval_s=3600), announce=tokens_seen.append)
+    with TestClient(app, base_url="https://testserver") as client:
+        staff = {"Authorization": "Bearer " + tokens_seen[0].rsplit(" ", 1)[1]}
+        lms.tool_jwks = lambda: client.get("/lti/jwks").json()
+        assert client.post("/api/courses", json={"slug": "cs249", "title": "ML Systems"}, headers=staff).status_code == 201
+        r = client.post("/api/courses/cs249/assignments", headers=staff,
+                        json={"slug": "m11", "title": "Embeddings", "policy": {"total": "visible"}})
+        assert r.status_code == 201, r.text
+        yield client, served, staff
+    served.stop()
+
+
+def login(client: TestClient, served: Served, **extra: str) -> tuple[dict[str, Any], str]:
+    """OIDC login at the tool, then the platform's authorization answer: (launch data, state)."""
+    r = client.get("/lti/login", params={"iss": served.lms.url, "login_hint": "u1", "client_id": CLIENT_ID,
+                                         "target_link_uri": "https://testserver/lti/launch"}, follow_redirects=False)
+    assert r.status_code == 302, r.text
+    target = r.headers["location"]
+    assert target.startswith(served.lms.url + "/auth?")
+    q = parse_qs(urlparse(target).query)
+    assert q["redirect_uri"] == ["https://testserver/lti/launch"] and q["response_mode"] == ["form_post"]
+    data = httpx2.get(target + "".join(f"&{k}={v}" for k, v in extra.items())).json()
+    return data, q["state"][0]
+
+
+def launch(client: TestClient, served: Served, **extra: str) -> Any:
+    data, _state = login(client, served, **extra)
+    return client.post("/lti/launch", data={"id_token": data["id_token"], "state": data["state"]})
+
+
+def test_a_good_launch_maps_the_learner_to_a_student_of_the_course(world: Any) -> None:
+    client, served, staff = world
+    r = launch(client, served, lineitem="item-a")
+    assert r.status_code == 200, r.text
+    assert "data-course='cs249'" in r.text and "data-role='student'" in r.text and "alice@example.edu" in r.text
+    students = client.get("/api/courses/cs249/students", headers=staff).json()
+    assert [s["student_id"] for s in students] == ["alice@example.edu"]
+
+
+def test_an_instructor_launch_is_staff_and_adds_no_student(world: Any) -> None:
+    client, served, staff = world
+    r = launch(client, served, role="http://purl.imsglobal.org/vocab/lis/v2/membership%23Instructor", sub="t1")
+    assert r.status_code == 200 and "data-role='instructor'" in r.text
+    assert client.get("/api/courses/cs249/students", headers=staff).json() == []
+
+
+def claims_of(token: str) -> dict[str, Any]:
+    return jwt.decode(token, options={"verify_signature": False})
+
+
+@pytest.mark.parametrize("change, reason", [
+    ({"aud": "someone-else"}, "not for this tool"),
+    ({"https://purl.imsglobal.org/spec/lti/claim/deployment_id": "unknown-deployment"}, "deployment id"),
+    ({"exp": int(time.time()) - 300, "iat": int(time.time()) - 900}, "expired"),
+    ({"nonce": "not-the-login-nonce"}, "nonce"),
+])
+def test_a_tampered_token_signed_by_the_platform_is_still_rejected(world: Any, change: dict[str, Any],
+                                                                   reason: str) -> None:
+    client, served, staff = world
+    data, _ = login(client, served)
+    token = served.sign(claims_of(data["id_token"]) | change)
+    r = client.post("/lti/launch", data={"id_token": token, "state": data["state"]})
+    assert r.status_code == 400 and reason in r.text, r.text
+    assert any(reason in e["detail"] for e in client.get("/lti/events", headers=staff).json())
+
+
+def test_forged_signature_wrong_issuer_and_expired_library_token_are_rejected(world: Any) -> None:
+    client, served, _ = world
+    data, _ = login(client, served)
+    forged = served.sign(claims_of(data["id_token"]), key=rsa_pem()[0])
+    r = client.post("/lti/launch", data={"id_token": forged, "state": data["state"]})
+    assert r.status_code == 400 and "signature" in r.text
+    data, _ = login(client, served)
+    r = client.post("/lti/launch", data={"id_token": served.sign(claims_of(data["id_token"]) | {"iss": "https://evil"}),
+                                         "state": data["state"]})
+    assert r.status_code == 400 and "issuer" in r.text
+    r = launch(client, served, expired="1")  # the platform library's own expiry setting
+    assert r.status_code == 400 and "expired" in r.text
+
+
+def test_a_replayed_launch_is_rejected(world: Any) -> None:
+    client, served, _ = world
+    data, _ = login(client, served)
+    assert client.post("/lti/launch", data={"id_token": data["id_token"], "state": data["state"]}).status_code == 200
+    client.cookies.set("grader_lti_state", data["state"])  # the same browser posts the same launch again
+    again = client.post("/lti/launch", data={"id_token": data["id_token"], "state": data["state"]})
+    assert again.status_code == 400 and ("already used" in again.text or "used before" in again.text)
+    _fresh, state2 = login(client, served)  # a fresh login, but the old token: its nonce is refused
+    r = client.post("/lti/launch", data={"id_token": data["id_token"], "state": state2})
+    assert r.status_code == 400 and "nonce" in r.text
+
+
+def grade(client: TestClient, score: float, sub_id: str | None = None) -> str:
+    """A grading result for alice's submission, as the grading workers commit it."""
+    db = client.app.state.db  # type: ignore[attr-defined]
+
+    def work(s: Any) -> str:
+        from sqlalchemy import select
+
+        from grader.service.tables import Student
+        student = s.scalar(select(Student))
+        a = s.scalar(select(Assignment))
+        nonlocal sub_id
+        now = utcnow()
+        if sub_id is None:
+            sub_id = uuid.uuid4().hex
+            s.add(Submission(id=sub_id, assignment_id=a.id, student_pk=student.id, sha256=sub_id * 2, file_name="e.ipynb",
+                             content=b"{}", status="graded", generation=1, created_at=now, submitted_at=now,
+                             requested_at=now))
+            generation = 1
+        else:
+            sub = s.get(Submission, sub_id)
+            sub.generation += 1
+            generation = sub.generation
+        s.flush()
+        s.add(Grading(submission_id=sub_id, generation=generation, status="graded", score=score, max_score=100.0,
+                      rubric_hash="x", requested_at=now, finished_at=now, latency_s=0.1))
+        return sub_id
+
+    return str(db.run(work))
+
+
+def deliver(client: TestClient) -> int:
+    app = client.app
+    return deliver_due(app.state.db, app_config(app), tokens(app))  # type: ignore[arg-type,attr-defined]
+
+
+def test_score_passback_posts_the_score_media_type_and_fields(world: Any) -> None:
+    client, served, _ = world
+    assert launch(client, served, lineitem="item-a").status_code == 200
+    grade(client, 87.5)
+    assert deliver(client) == 1
+    [score] = served.lms.scores
+    assert score["lineitem"] == "item-a" and score["userId"] == "lms-user-1"
+    assert (score["scoreGiven"], score["scoreMaximum"]) == (87.5, 100.0)
+    assert (score["activityProgress"], score["gradingProgress"]) == ("Completed", "FullyGraded")
+    assert "." in score["timestamp"] and score["timestamp"].endswith("+00:00")
+    assert served.lms.refused == []
+    grade(client, 90.0)  # another submission: the token is reused from the cache
+    assert deliver(client) == 1 and served.lms.token_requests == 1
+
+
+def test_a_launch_without_line_item_creates_one(world: Any) -> None:
+    client, served, _ = world
+    assert launch(client, served).status_code == 200
+    grade(client, 50.0)
+    assert deliver(client) == 1
+    [(item_id, item)] = served.lms.lineitems.items()
+    assert item["scoreMaximum"] == 100.0 and item["label"] == "Embeddings"
+    assert served.lms.scores[0]["lineitem"] == item_id
+
+
+def test_passback_failure_is_visible_retried_and_delivered_once_the_platform_is_back(world: Any) -> None:
+    client, served, staff = world
+    assert launch(client, served, lineitem="item-a").status_code == 200
+    grade(client, 70.0)
+    served.lms.down = True
+    assert deliver(client) == 0
+    time.sleep(0.05)
+    assert deliver(client) == 0
+    [failed] = client.get("/lti/passbacks", params={"state": "failed"}, headers=staff).json()
+    assert failed["attempts"] == 2 and "503" in failed["last_error"]
+    served.lms.down = False
+    r = client.post("/lti/passbacks/retry", headers=staff)
+    assert r.json() == {"delivered": 1}
+    assert [s["scoreGiven"] for s in served.lms.scores] == [70.0]
+    assert client.get("/lti/passbacks", params={"state": "failed"}, headers=staff).json() == []
+    assert deliver(client) == 0  # nothing sent twice
+
+
+def test_a_regrade_sends_the_new_score_with_a_later_timestamp(world: Any) -> None:
+    client, served, _ = world
+    assert launch(client, served, lineitem="item-a").status_code == 200
+    sub = grade(client, 60.0)
+    assert deliver(client) == 1
+    grade(client, 95.0, sub_id=sub)
+    assert deliver(client) == 1
+    first, second = served.lms.scores
+    assert (first["scoreGiven"], second["scoreGiven"]) == (60.0, 95.0)
+    assert second["timestamp"] > first["timestamp"]
+
+
+def test_the_tool_publishes_its_keys_and_rotation_keeps_the_previous_one(world: Any) -> None:
+    client, served, staff = world
+    before = {k["kid"] for k in client.get("/lti/jwks").json()["keys"]}
+    new = client.post("/lti/keys/rotate", headers=staff).json()["kid"]
+    after = {k["kid"] for k in client.get("/lti/jwks").json()["keys"]}
+    assert after == before | {new}
+    assert launch(client, served, lineitem="item-a").status_code == 200
+    grade(client, 80.0)
+    assert deliver(client) == 1  # the platform verified an assertion signed with the new key
+
+
+def test_names_and_roles_import_the_roster(world: Any) -> None:
+    client, served, staff = world
+    assert launch(client, served).status_code == 200
+    served.lms.members = [
+        {"user_id": "u2", "roles": ["http://purl.imsglobal.org/vocab/lis/v2/membership#Learner"], "name": "Bob",
+         "email": "bob@example.edu", "status": "Active"},
+        {"user_id": "t9", "roles": ["http://purl.imsglobal.org/vocab/lis/v2/membership#Instructor"], "name": "Ta"},
+        {"user_id": "u3", "roles": ["http://purl.imsglobal.org/vocab/lis/v2/membership#Learner"], "status": "Inactive"},
+    ]
+    r = client.post("/api/courses/cs249/roster/sync".replace("/api", "/lti"), headers=staff)
+    assert r.json() == {"students": 1, "instructors": 1, "inactive": 1}, r.text
+    ids = [s["student_id"] for s in client.get("/api/courses/cs249/students", headers=staff).json()]
+    assert ids == ["alice@example.edu", "bob@example.edu"]

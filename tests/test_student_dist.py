@@ -1,0 +1,178 @@
+"""The two distributions: the student wheel holds no solution and grades the public checks as the staff does.
+
+The student wheel is built from this tree (``python -m grader.dist student``), then read file by
+file and installed into a fresh virtual environment (tests/packaging.py) to grade the golden
+submissions. The shipped expected outputs must be current: CI fails here when the rubric, the
+reference, the probes or the runtime changed without ``python -m grader.dist refresh``.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from grader import modules
+from grader.dist import expected as shipped_expected
+from grader.dist.build import build_student_wheel, public_rubric
+from grader.plan import plan, submission_seed
+from grader.reference import ReferenceOracle
+from grader.rubric import load_rubric
+from grader.settings import settings
+from grader.shipped import ShippedOracle
+
+from .conftest import SUBMISSIONS
+from .packaging import Venv, make_venv, outer_packages
+
+UNIT = modules.get("embeddings")
+GOLDEN = sorted(SUBMISSIONS.glob("*.ipynb"))
+REFRESH = "stale: run python -m grader.dist refresh and commit grader/modules/*/public_expected"
+
+
+def test_the_shipped_expected_outputs_are_current(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A private cache: the shared one may hold this job's outputs from a run with another numpy
+    # seed (the cache key leaves it out: only statistical checks read random initialisations).
+    from grader.settings import reload
+
+    monkeypatch.setenv("GRADER_CACHE", str(tmp_path / "cache"))
+    reload()
+    assert shipped_expected.stale("embeddings") is None, REFRESH
+    job = shipped_expected.public_job("embeddings")
+    oracle = ReferenceOracle("embeddings")
+    try:
+        fresh = oracle.expected(job)
+    finally:
+        oracle.close()
+    shipped = ShippedOracle("embeddings").expected(job)
+    for check in job.checks:
+        assert shipped[check.id].facts == fresh[check.id].facts, f"{check.id}: {REFRESH}"
+        assert shipped[check.id].arrays.keys() == fresh[check.id].arrays.keys(), f"{check.id}: {REFRESH}"
+        for name, array in fresh[check.id].arrays.items():
+            assert np.array_equal(shipped[check.id].arrays[name], array), f"{check.id}/{name}: {REFRESH}"
+
+
+def test_a_changed_or_foreign_check_is_refused_not_misjudged(tmp_path: Path) -> None:
+    from grader.errors import RubricError
+
+    rubric = load_rubric()
+    hidden = tuple(c for c in rubric.checks if not c.public)
+    with pytest.raises(RubricError, match="official grade comes from the course staff"):
+        ShippedOracle("embeddings").expected(plan(rubric, hidden, 7))
+
+
+def test_the_public_rubric_keeps_exactly_the_visible_checks() -> None:
+    import tomllib
+
+    text = UNIT.rubric_path.read_text(encoding="utf-8")
+    kept = tomllib.loads(public_rubric(text))["checks"]
+    assert [c["id"] for c in kept] == [c.id for c in load_rubric().checks if c.public]
+    assert {c.get("visibility", "visible") for c in kept} == {"visible"}
+
+
+# ---- the wheel itself (slow: builds it, installs it into a fresh environment) ------------------------
+
+
+@pytest.fixture(scope="module")
+def student_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_student_wheel(tmp_path_factory.mktemp("student-wheel"))
+
+
+def wheel_files(wheel: Path) -> dict[str, bytes]:
+    with zipfile.ZipFile(wheel) as z:
+        return {name: z.read(name) for name in z.namelist()}
+
+
+def solution_lines() -> set[str]:
+    """The reference solution's code lines that say something (not blank, not a bare keyword or import)."""
+    lines = set()
+    for raw in UNIT.reference_path.read_text(encoding="utf-8").splitlines():
+        line = raw.strip()
+        if len(line) >= 24 and not line.startswith(("#", "import ", "from ", '"""', "def __", "return self")):
+            lines.add(line)
+    return lines
+
+
+@pytest.mark.slow
+def test_the_student_wheel_holds_no_solution_and_no_hidden_check(student_wheel: Path) -> None:
+    files = wheel_files(student_wheel)
+    names = list(files)
+    assert not [n for n in names if "/reference/solution" in n or n.endswith("solution.py")]
+    assert not [n for n in names if n.startswith(("grader/batch/", "grader/export/", "grader/dist/", "grader/image.py"))]
+    text = {n: data.decode("utf-8", "replace") for n, data in files.items()}
+    code = solution_lines()
+    assert len(code) > 40  # the check below is about the solution's real code
+    leaked = {(n, line) for n, t in text.items() for line in code if line in t}
+    assert not leaked, f"solution code in the student wheel: {sorted(leaked)[:5]}"
+
+    rubric = load_rubric()
+    hidden = [c for c in rubric.checks if not c.public]
+    assert hidden
+    import tomllib
+
+    shipped_ids = {c["id"] for c in tomllib.loads(text["grader/modules/embeddings/rubric.toml"])["checks"]}
+    assert shipped_ids == {c.id for c in rubric.checks if c.public}
+    assert not {c.id for c in hidden} & {n.split("/")[-1].removesuffix(".json") for n in names}
+
+    # The hidden checks' expected values for the golden submissions' own seeds appear nowhere, except
+    # those that a public check's expected output holds too (a sinusoid table's first rows are the
+    # same for every input): the staff's reference says which.
+    oracle = ReferenceOracle("embeddings")
+    try:
+        public = b"\0".join(a.astype(t).tobytes() for out in oracle.expected(shipped_expected.public_job("embeddings")).values()
+                            for a in out.arrays.values() for t in (np.float64, np.float32))
+        secret = settings().seed_secret
+        hidden_values = [array for f in GOLDEN
+                         for out in oracle.expected(plan(rubric, tuple(hidden), submission_seed(_sha(f), secret))).values()
+                         for array in out.arrays.values() if array.size >= 4 and array.tobytes() not in public]
+    finally:
+        oracle.close()
+    assert len(hidden_values) >= len(GOLDEN)
+    blob = b"\0".join(files.values())
+    shipped_arrays = [_npy(data) for n, data in files.items() if n.endswith(".npy")]
+    for array in hidden_values:
+        for dtype in (np.float64, np.float32):
+            assert array.astype(dtype).tobytes() not in blob
+        assert not any(s.shape == array.shape and np.allclose(s, array) for s in shipped_arrays)
+
+
+@pytest.mark.slow
+def test_the_student_wheel_gives_the_staff_packages_public_verdicts(student_wheel: Path, tmp_path: Path) -> None:
+    links = outer_packages(tmp_path / "links")
+    (tmp_path / "home").mkdir()
+    venv = make_venv(tmp_path / "venv", links, home=tmp_path / "home",
+                     extra_env={"GRADER_CACHE": str(tmp_path / "cache"), "GRADER_NO_DAEMON": "1"})
+    venv.pip("install", "--no-deps", student_wheel)
+    student = _grade(venv, venv.bin / "grader", tmp_path / "student.json")
+    assert "your official grade comes from the course staff" in " ".join(student.stdout.split())
+    from grader import Grader  # the staff package: this checkout
+
+    with Grader(public_only=True) as staff:
+        expected = {f.name: [(c.id, c.status, c.score) for c in staff.grade(f).checks] for f in GOLDEN}
+    got = {r["submission"]: [(c["id"], c["status"], c["score"]) for c in r["checks"]]
+           for r in json.loads((tmp_path / "student.json").read_text(encoding="utf-8"))}
+    assert got == expected
+    assert {s for verdicts in got.values() for _, s, _ in verdicts} >= {"passed", "failed"}
+    staff_only = venv.run(venv.bin / "grader", "batch", "x", "--out", tmp_path / "r")
+    assert staff_only.returncode == 2 and "invalid choice: 'batch'" in staff_only.stderr
+
+
+def _grade(venv: Venv, grader: Path, json_out: Path) -> subprocess.CompletedProcess[str]:
+    done = venv.run(grader, "grade", *GOLDEN, "--json", json_out, cwd=json_out.parent)
+    assert done.returncode == 1, done.stdout + done.stderr  # the buggy golden submissions fail
+    return done
+
+
+def _sha(path: Path) -> str:
+    import hashlib
+
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _npy(data: bytes) -> np.ndarray:
+    import io
+
+    return np.asarray(np.load(io.BytesIO(data), allow_pickle=False))
