@@ -110,6 +110,40 @@ def test_a_hung_method_costs_one_timeout_and_later_checks_say_why(fast_grader: G
     assert got["sin_values"] == got["pe_init"] == got["emb_params"] == "passed"
 
 
+LEAKY_FORWARD = """
+_plain_forward = Embedding.forward
+_grad_enabled = True
+
+
+def _checked_forward(self, indices):
+    global _grad_enabled
+    previous, _grad_enabled = _grad_enabled, False  # no graph while the ids are checked
+    ids = np.asarray(getattr(indices, "data", indices))
+    if ids.size and (ids.min() < 0 or ids.max() >= self.vocab_size):
+        raise IndexError(f"token ids must be in [0, {self.vocab_size})")
+    _grad_enabled = previous  # not restored when the check above raised
+    out = _plain_forward(self, indices)
+    return out if _grad_enabled else Tensor(out.data)
+
+
+Embedding.forward = _checked_forward
+"""
+
+
+def test_what_one_check_leaves_behind_never_changes_another_checks_verdict(fast_grader: Grader, tmp_path: Path) -> None:
+    """A forward that switches gradient tracking off in a module-level flag while it checks the
+    ids, and leaves it off when they are out of range: the checks that pass it bad ids fail, and
+    each gradient check still gets the verdict it gets in a job of its own (it passes)."""
+    path = variant(tmp_path, "leaky_forward.ipynb", LEAKY_FORWARD)
+    together = statuses(Grader(fast_grader.rubric, fast_grader.sandbox, reference=fast_grader.reference,
+                               parallel=1).grade(path))
+    assert together["grad_accumulate"] == together["grad_sparse"] == "passed"
+    for spec in fast_grader.rubric.checks:
+        single = fast_grader.rubric.model_copy(update={"checks": (spec,)})
+        alone = statuses(Grader(single, fast_grader.sandbox, reference=fast_grader.reference).grade(path))
+        assert alone == {spec.id: together[spec.id]}
+
+
 @pytest.mark.parametrize(
     ("attack", "expected"),
     [

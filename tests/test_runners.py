@@ -1,5 +1,5 @@
-"""The harness's check runners (grader/harness/runners.py): warm processes forked after the
-import, each check with the state a fresh fork would have, one check's fate its own."""
+"""The harness's check runners (grader/harness/runners.py): each check in its own process forked
+after the import, so no check sees what another changed; one check's fate its own."""
 
 from __future__ import annotations
 
@@ -60,7 +60,26 @@ def test_every_check_starts_with_the_same_random_generators(tmp_path: Path) -> N
     np.random.seed(7)
     got = run(tmp_path, checks(4), lambda check: [float(np.random.random()), random.random()])
     assert len({json.dumps(r["value"]) for r in got.values()}) == 1
-    assert len({r["pid"] for r in got.values()}) == 1  # one warm runner, not a fork per check
+
+
+@pytest.mark.parametrize("parallel", [1, 2])
+def test_what_a_check_changes_never_reaches_another(tmp_path: Path, parallel: int) -> None:
+    """A class attribute or a module-level cache that a check changes (as a student's forward
+    might) is back as it was after the import for every other check, however they are scheduled."""
+
+    class Layer:
+        calls = 0
+
+    cache: dict[str, int] = {}
+
+    def behave(check: dict[str, Any]) -> list[int]:
+        Layer.calls += 1
+        cache[check["id"]] = Layer.calls
+        return [Layer.calls, len(cache)]
+
+    got = run(tmp_path, checks(5), behave, parallel=parallel)
+    assert [r["value"] for r in got.values()] == [[1, 1]] * 5
+    assert len({r["pid"] for r in got.values()}) == 5
 
 
 def test_a_crash_costs_only_its_check(tmp_path: Path) -> None:

@@ -28,8 +28,8 @@ OUT = "out"
 
 
 def main(phase_fd: int | None = None) -> None:
-    """Sandbox mode: one job in the current directory; the checks run in warm runner processes
-    forked after the import (``harness/runners.py``).
+    """Sandbox mode: one job in the current directory; each check runs in its own process forked
+    after the import (``harness/runners.py``).
 
     With ``phase_fd`` (the supervisor, harness/supervisor.py), ``job.json`` holds only the visible
     checks; once they are done the harness asks for the rest (``H``), and after ``G`` reads
@@ -114,7 +114,7 @@ def run_checks(checks: list[dict[str, Any]], probes: dict[str, Any], namespace: 
                parallel: int, runners: Runners | None = None) -> Runners:
     """Run every check from the post-import state, at most ``parallel`` at a time, each with its own
     wall-clock timeout; whatever one check does, the others still run (``harness/runners.py``).
-    Pass the returned ``Runners`` to the next call to keep its warm runners and blocked functions."""
+    Pass the returned ``Runners`` to the next call to keep its blocked functions."""
     if runners is None:
         runners = Runners(
             parallel,

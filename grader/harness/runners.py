@@ -1,14 +1,15 @@
-"""The checks of one job, run by a few warm runner processes instead of one fork per check.
+"""The checks of one job, each in its own process forked from the post-import parent.
 
 The harness's main process (the *parent*) imports the student module once and never runs a probe
-itself. It forks up to ``parallel`` runners from that state; each runs the checks the parent hands
-it, one at a time. Before each check a runner puts numpy's and ``random``'s global generators back
-where they were after the import, as a fresh fork would have them.
+itself. Every check runs in a fresh *runner* forked from that untouched state, so nothing one
+check does (a class attribute or a module-level flag changed in ``forward``, a random draw, a
+thread it started) can reach another: a verdict never depends on which checks ran before it or
+beside it. numpy's generators are the parent's; ``random``'s, which Python reseeds in a forked
+child, are set back to the parent's. The fork is not on the check's path: while a check runs, the
+next check's runner is forked and waits for it on a pipe. Up to ``parallel`` checks run at once.
 
-One check, one fate: a check that hangs, crashes, exits or is killed takes its runner with it; the
-parent records that check's status and forks a fresh runner, again from the untouched parent, for
-the rest. A runner that leaves anything behind after a check (a thread, a child process, a member
-of its process group) retires after reporting, so no later check shares a process with it.
+One check, one fate: a check that hangs, crashes, exits or is killed ends only its runner; the
+parent records that check's status. A runner's whole process group is killed after its check.
 
 A hung method costs one timeout: at a check's deadline the parent asks the runner for its stack
 (``faulthandler`` on SIGUSR1) and then kills it. The innermost student function of that stack is
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import re
 import resource
 import select
@@ -41,7 +43,6 @@ _pidfd_open, _read, _write, _close = os.pidfd_open, os.read, os.write, os.close
 _dumps, _loads = json.dumps, json.loads
 
 STACK_WAIT_S, STACK_QUIET_S, MAX_STACK = 0.3, 0.03, 64 * 1024
-MAX_SCAN = 1000  # /proc entries read to find what a check left behind
 _STUDENT_FRAME = re.compile(r'File "(<cell \d+>)", line (\d+) in (\S+)')
 
 Record = dict[str, Any]
@@ -55,7 +56,7 @@ class _Runner:
     pid: int
     pidfd: int
     commands: int  # parent -> runner: >I length + JSON {"check", "blocked"}
-    replies: int  # runner -> parent: b"D" done, b"R" done and retiring
+    replies: int  # runner -> parent: b"D" when its check is done (it then exits)
     stacks: int  # runner -> parent: faulthandler's dump on SIGUSR1
     check: dict[str, Any] | None = None
     started: float = 0.0
@@ -86,6 +87,7 @@ class Runners:
     clock: Callable[[], float]
     runners: list[_Runner] = field(default_factory=list)
     blocked: list[Blocked] = field(default_factory=list)
+    ending: list[int] = field(default_factory=list)  # runners killed after their check, not yet reaped
 
     def run(self, checks: list[dict[str, Any]]) -> None:
         """Every check in ``checks``, at most ``parallel`` at a time, each within its own timeout."""
@@ -100,11 +102,18 @@ class Runners:
                                               "reason": f"the check could not start: {e.strerror} (too many processes?)"})
                     continue
                 self._send(runner, check)
+            if pending and all(r.check is not None for r in self.runners):
+                try:  # the next check's runner, forked while this one runs
+                    self._spawn()
+                except OSError:
+                    pass  # forked on demand instead, or reported then
             self._wait()
+            self._reap()
 
     def close(self) -> None:
         """End every runner: its command pipe closes (it exits when it reads that), and its
-        process group is killed; the supervisor's final sweep reaps what is left."""
+        process group is killed; what has not exited yet is reaped by the supervisor's sweep."""
+        self._reap()
         for runner in self.runners:
             for fd in (runner.commands, runner.replies, runner.stacks, runner.pidfd):
                 try:
@@ -121,11 +130,13 @@ class Runners:
     # ---- scheduling ----------------------------------------------------------------------------
 
     def _idle(self) -> _Runner | bool | None:
-        """An idle runner; True when a new one may be started; None when all are busy."""
+        """A waiting runner, or True when one must be forked; None while ``parallel`` checks run."""
+        if sum(r.check is not None for r in self.runners) >= max(1, self.parallel):
+            return None
         for runner in self.runners:
             if runner.check is None:
                 return runner
-        return True if len(self.runners) < max(1, self.parallel) else None
+        return True
 
     def _send(self, runner: _Runner, check: dict[str, Any]) -> None:
         runner.check, runner.started = check, self.clock()
@@ -159,11 +170,10 @@ class Runners:
             answer = _read(runner.replies, 1)
         except OSError:
             answer = b""
-        if answer not in (b"D", b"R"):
+        if answer != b"D":
             return  # it died mid-check (its pidfd says how) or wrote nonsense (it then times out)
         runner.check = None
-        if answer == b"R":
-            self._drop(runner)
+        self._drop(runner, reap=False)  # with whatever its check left behind; reaped while others run
 
     def _died(self, runner: _Runner) -> None:
         """The runner ended; the check it was running (if any) gets the status of how it ended."""
@@ -212,6 +222,7 @@ class Runners:
     # ---- processes -----------------------------------------------------------------------------
 
     def _spawn(self) -> _Runner:
+        generator = random.getstate()  # the parent's: Python reseeds ``random`` in a forked child
         (cmd_r, cmd_w), (rep_r, rep_w), (stk_r, stk_w) = os.pipe(), os.pipe(), os.pipe()
         try:
             pid = _fork()
@@ -221,6 +232,7 @@ class Runners:
             raise
         if pid == 0:
             try:  # a runner never returns into the parent's loop, whatever escapes
+                random.setstate(generator)
                 _serve(cmd_r, rep_w, stk_w, self.execute, self.write, self.report)
             finally:
                 _exit(3)
@@ -230,17 +242,22 @@ class Runners:
         self.runners.append(runner)
         return runner
 
-    def _drop(self, runner: _Runner) -> int:
-        """Kill the runner's whole process group, reap it, close its descriptors; its wait status."""
+    def _drop(self, runner: _Runner, reap: bool = True) -> int:
+        """Kill the runner's whole process group, close its descriptors and reap it (now, or later
+        with ``_reap``); its wait status when reaped now."""
         for kill in (_killpg, _kill):
             try:
                 kill(runner.pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
-        try:
-            status = _waitpid(runner.pid, 0)[1]
-        except ChildProcessError:
-            status = 0
+        status = 0
+        if not reap:
+            self.ending.append(runner.pid)
+        else:
+            try:
+                status = _waitpid(runner.pid, 0)[1]
+            except ChildProcessError:
+                pass
         for fd in (runner.pidfd, runner.commands, runner.replies, runner.stacks):
             try:
                 _close(fd)
@@ -248,6 +265,16 @@ class Runners:
                 pass
         self.runners.remove(runner)
         return status
+
+    def _reap(self) -> None:
+        """Reap the runners that have finished exiting (tearing a process down takes a while)."""
+        for pid in list(self.ending):
+            try:
+                done = _waitpid(pid, os.WNOHANG)[0] != 0
+            except ChildProcessError:
+                done = True
+            if done:
+                self.ending.remove(pid)
 
     def _stack(self, runner: _Runner) -> str:
         """What the runner's faulthandler writes when asked, up to the first complete student
@@ -294,49 +321,35 @@ class _BlockedCall(BaseException):
 
 
 def _serve(commands: int, replies: int, stacks: int, execute: Execute, write: Write, report: Report) -> None:
-    """A runner's loop: one check per command, until the parent closes the pipe."""
+    """A runner: wait for its one check, run it, answer, exit (or exit when the pipe closes)."""
     try:
         import faulthandler
-        import random
-
-        import numpy as np
 
         os.setpgid(0, 0)
         _close_except({0, 1, 2, commands, replies, stacks})
         faulthandler.register(signal.SIGUSR1, file=stacks, all_threads=True, chain=False)
-        generators = np.random.get_state(), random.getstate()
-        me = os.getpid()
-        while True:
-            message = _command(commands)
-            if message is None:
-                _exit(0)
-            check = message["check"]
-            np.random.set_state(generators[0])
-            random.setstate(generators[1])
-            _cpu_budget(float(check["timeout_s"]))
-            blocked = [Blocked(**b) for b in message.get("blocked", ())]
-            last_pid = _last_pid()
-            started = time.monotonic()
-            hit = _guard(blocked)
-            try:
-                record, arrays = execute(check)
-            except BaseException:
-                if not hit:
-                    raise
-            finally:
-                sys.setprofile(None)
-            if hit:
-                report(check["id"], {"status": "timeout", "reason": hit[0].reason(),
-                                     "duration_ms": round((time.monotonic() - started) * 1000, 1)})
-            else:
-                try:
-                    write(check["id"], record, arrays)
-                except BaseException:
-                    _exit(3)
-            retire = _left_something(me, last_pid)
-            _write_all(replies, b"R" if retire else b"D")
-            if retire:
-                _exit(0)
+        message = _command(commands)
+        if message is None:
+            _exit(0)
+        check = message["check"]
+        _cpu_budget(float(check["timeout_s"]))
+        blocked = [Blocked(**b) for b in message.get("blocked", ())]
+        started = time.monotonic()
+        hit = _guard(blocked)
+        try:
+            record, arrays = execute(check)
+        except BaseException:
+            if not hit:
+                raise
+        finally:
+            sys.setprofile(None)
+        if hit:
+            report(check["id"], {"status": "timeout", "reason": hit[0].reason(),
+                                 "duration_ms": round((time.monotonic() - started) * 1000, 1)})
+        else:
+            write(check["id"], record, arrays)
+        _write_all(replies, b"D")
+        _exit(0)
     except BaseException:
         _exit(3)
 
@@ -403,39 +416,3 @@ def _guard(blocked: list[Blocked]) -> list[Blocked]:
 
     sys.setprofile(profile)
     return hit
-
-
-def _last_pid() -> str:
-    """The newest process id of this PID namespace: it changes whenever any process is made."""
-    try:
-        with open("/proc/loadavg", "rb") as f:
-            return f.read().split()[-1].decode()
-    except OSError:
-        return ""
-
-
-def _left_something(me: int, before: str) -> bool:
-    """Did the check leave a thread, a child or a member of our process group behind?"""
-    try:
-        if len(os.listdir(f"/proc/{me}/task")) > 1:
-            return True
-        with open(f"/proc/{me}/task/{me}/children", "rb") as f:
-            if f.read().strip():
-                return True
-    except OSError:
-        return True
-    if _last_pid() == before:
-        return False  # nobody made a process meanwhile
-    entries = os.listdir("/proc")
-    if len(entries) > MAX_SCAN:
-        return True  # the host's own /proc (no PID namespace): not worth reading; retire instead
-    for entry in entries:
-        if entry.isdigit() and int(entry) != me:
-            try:
-                with open(f"/proc/{entry}/stat", "rb") as f:
-                    fields = f.read().rsplit(b")", 1)[1].split()
-            except (OSError, IndexError):
-                continue
-            if len(fields) > 2 and fields[2] == str(me).encode() and fields[0] != b"Z":
-                return True
-    return False
