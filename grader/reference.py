@@ -18,20 +18,23 @@ import subprocess
 import sys
 import tempfile
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, TypeAlias
 
 from .errors import HarnessProtocolError
 from .paths import expected_cache_dir
 from .sandbox.bundle import bundle_hash, ensure_bundle
 from .sandbox.local import scrubbed_env
-from .sandbox.process import deadlines
+from .sandbox.process import ForkedWorker, deadlines
 
 if TYPE_CHECKING:  # imported lazily: the CLI starts the worker before the heavy imports
     from .channel import CheckOutput
     from .plan import Job
 
 MEMORY_ENTRIES = 8
+Worker: TypeAlias = "subprocess.Popen[str] | ForkedWorker"
+Spawner = Callable[[Path, Path], ForkedWorker]  # (reference.json, home) -> a worker serving it there
 
 
 class Oracle(Protocol):
@@ -58,16 +61,18 @@ SERVE = "import sys; sys.path[:0] = [{path!r}]; import grader.harness.run as r; 
 
 
 class ReferenceOracle:
-    """Expected outputs per job, from a persistent trusted worker; thread-safe."""
+    """Expected outputs per job, from a persistent trusted worker; thread-safe. ``spawner``
+    (a session's local sandbox) forks the worker from a warm process instead of starting one."""
 
     official = True
 
-    def __init__(self, module: str) -> None:
+    def __init__(self, module: str, spawner: Spawner | None = None) -> None:
         from . import modules
 
         self.source = modules.get(module).reference_path.read_text(encoding="utf-8")
+        self.spawner = spawner
         self._lock = threading.Lock()
-        self._proc: subprocess.Popen[str] | None = None
+        self._proc: Worker | None = None
         self._home: Path | None = None
         self._version = hashlib.sha256((bundle_hash() + self.source).encode()).hexdigest()[:16]
         self._memory: dict[str, dict[str, CheckOutput]] = {}  # the latest entries, oldest first
@@ -130,12 +135,22 @@ class ReferenceOracle:
     def __del__(self) -> None:
         self.close()
 
-    def _ensure_worker(self) -> subprocess.Popen[str]:
+    def _ensure_worker(self) -> Worker:
         if self._proc is not None and self._proc.poll() is None:
             return self._proc
+        if self._home is not None:
+            shutil.rmtree(self._home, ignore_errors=True)
         self._home = Path(tempfile.mkdtemp(prefix="grader-ref-"))
         chunks = self._home / "reference.json"
         chunks.write_text(json.dumps({"chunks": [{"cell": 0, "line": 1, "source": self.source}]}), encoding="utf-8")
+        if self.spawner is not None:
+            from .errors import GraderError
+
+            try:
+                self._proc = self.spawner(chunks, self._home)
+                return self._proc
+            except (GraderError, OSError):
+                pass  # started the ordinary way instead
         self._proc = subprocess.Popen(
             [sys.executable, "-I", "-B", "-c", SERVE.format(path=str(ensure_bundle()), chunks=str(chunks))],
             cwd=self._home, env=scrubbed_env(self._home), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -185,7 +200,7 @@ class ReferenceOracle:
         return expected
 
 
-def _readline_within(proc: subprocess.Popen[str], seconds: float) -> str:
+def _readline_within(proc: Worker, seconds: float) -> str:
     import select
 
     assert proc.stdout is not None
@@ -195,7 +210,7 @@ def _readline_within(proc: subprocess.Popen[str], seconds: float) -> str:
     return proc.stdout.readline()
 
 
-def _stop(proc: subprocess.Popen[str]) -> None:
+def _stop(proc: Worker) -> None:
     proc.kill()
     proc.wait()
     for stream in (proc.stdin, proc.stdout, proc.stderr):

@@ -63,7 +63,22 @@ class Session:
                 raise RuntimeError("this grading session is closed")
             if module not in self._oracles:
                 self._oracles[module] = oracle_for(module)
+                self._fork_reference_from_zygote(self._oracles[module])
             return self._oracles[module]
+
+    def _fork_reference_from_zygote(self, oracle: Oracle) -> None:
+        """A reference worker of a session with a local sandbox is forked by its zygote (numpy and
+        the runtime imported already) rather than started as a new interpreter."""
+        from .reference import ReferenceOracle
+        from .sandbox import HidingSandbox
+
+        local = self._sandboxes.get("local")
+        local = local.inner if isinstance(local, HidingSandbox) else local
+        if local is not None and isinstance(oracle, ReferenceOracle):
+            from .sandbox.local import LocalSandbox
+
+            if isinstance(local, LocalSandbox):
+                oracle.spawner = local.fork_reference
 
     def warm(self, backend: str = "local", rubric: str | Path | None = None, module: str | None = None,
              reference: bool = True) -> None:

@@ -13,8 +13,11 @@ from grader.errors import HarnessProtocolError
 from grader.modules import ModuleUnit
 from grader.paths import expected_cache_dir
 from grader.plan import Job, plan
-from grader.reference import ReferenceOracle
+from grader.reference import ReferenceOracle, Spawner
 from grader.rubric import Rubric, load_rubric
+from grader.sandbox.local import LocalSandbox
+from grader.sandbox.process import ForkedWorker
+from grader.session import Session
 from grader.settings import reload as reload_settings
 
 REFERENCE = modules.get("embeddings").reference_path
@@ -40,19 +43,31 @@ def own_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     reload_settings()
 
 
+@pytest.fixture(params=["started", "forked by the zygote"])
+def spawner(request: pytest.FixtureRequest) -> Iterator[Spawner | None]:
+    """How the worker comes to be: its own interpreter, or forked by a local sandbox's zygote."""
+    if request.param == "started":
+        yield None
+        return
+    sandbox = LocalSandbox()
+    yield sandbox.fork_reference
+    sandbox.close()
+
+
 @pytest.fixture()
-def oracle() -> Iterator[ReferenceOracle]:
-    oracle = ReferenceOracle("embeddings")
+def oracle(spawner: Spawner | None) -> Iterator[ReferenceOracle]:
+    oracle = ReferenceOracle("embeddings", spawner)
     yield oracle
     oracle.close()
 
 
-def oracle_on(source: str, folder: Path, monkeypatch: pytest.MonkeyPatch) -> ReferenceOracle:
+def oracle_on(source: str, folder: Path, monkeypatch: pytest.MonkeyPatch,
+              spawner: Spawner | None = None) -> ReferenceOracle:
     """An oracle whose reference solution is ``source`` (close it after use)."""
     folder.mkdir()
     (folder / "solution.py").write_text(source, encoding="utf-8")
     monkeypatch.setattr(ModuleUnit, "reference_path", property(lambda self: folder / "solution.py"))
-    return ReferenceOracle("embeddings")
+    return ReferenceOracle("embeddings", spawner)
 
 
 def visible_job(rubric: Rubric, seed: int, count: int = 3) -> Job:
@@ -91,10 +106,10 @@ def test_other_inputs_are_a_new_cache_entry(rubric: Rubric, oracle: ReferenceOra
     assert cached_jobs() == 2
 
 
-def test_a_reference_that_fails_a_check_is_a_grader_fault(rubric: Rubric, tmp_path: Path,
+def test_a_reference_that_fails_a_check_is_a_grader_fault(rubric: Rubric, tmp_path: Path, spawner: Spawner | None,
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     broken = oracle_on(REFERENCE.read_text(encoding="utf-8") + BROKEN_FORWARD,
-                       tmp_path / "broken", monkeypatch)
+                       tmp_path / "broken", monkeypatch, spawner)
     try:
         with pytest.raises(HarnessProtocolError, match=r"the reference solution failed check 'emb_shape' \(error\): "
                                                          r"RuntimeError: broken reference"):
@@ -105,8 +120,9 @@ def test_a_reference_that_fails_a_check_is_a_grader_fault(rubric: Rubric, tmp_pa
 
 
 def test_a_reference_that_does_not_import_is_a_grader_fault_that_says_why(rubric: Rubric, tmp_path: Path,
+                                                                         spawner: Spawner | None,
                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    broken = oracle_on('raise RuntimeError("no such course module")\n', tmp_path / "broken", monkeypatch)
+    broken = oracle_on('raise RuntimeError("no such course module")\n', tmp_path / "broken", monkeypatch, spawner)
     try:
         with pytest.raises(HarnessProtocolError, match=r"does not import.*no such course module"):
             broken.expected(visible_job(rubric, seed=1))
@@ -125,3 +141,26 @@ def test_a_changed_reference_never_reads_the_old_ones_cache(rubric: Rubric, orac
             edited.expected(job)
     finally:
         edited.close()
+
+
+def test_a_session_with_a_local_sandbox_forks_its_reference_worker_from_the_zygote(rubric: Rubric) -> None:
+    """No second interpreter importing numpy: the worker's parent is the sandbox's zygote, and it
+    answers like one started on its own."""
+    import os
+
+    job = plan(rubric, tuple(c for c in rubric.checks if c.id == "emb_lookup"), 1)
+    with Session() as session:
+        session.sandbox("local")
+        oracle = session.oracle("embeddings")
+        assert isinstance(oracle, ReferenceOracle)
+        expected = oracle.expected(job)
+        worker = oracle._proc
+        assert isinstance(worker, ForkedWorker)
+        parent = Path(f"/proc/{worker.pid}/status").read_text().split("PPid:")[1].split()[0]
+        assert int(parent) != os.getpid()
+    assert expected["emb_lookup"].arrays["seed_rows"].tolist() == [[20, 21], [0, 1]]
+    try:  # closing the session ended it: gone, or dead and not yet reaped by its new parent
+        state = Path(f"/proc/{worker.pid}/status").read_text().split("State:")[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        state = "gone"
+    assert state in ("gone", "Z", "X")

@@ -4,6 +4,11 @@ fork one isolated child per submission. The zygote itself never runs student cod
 Protocol on a Unix socket (one request at a time):
 - ``{"kill_uid": N}``: kill every process of host uid N (root only; the fallback mode's sweep);
   answered ``{"killed": true}``.
+- ``{"reference": {"chunks", "home", "env"}}``: fork the trusted reference worker (the host's
+  ``grader.reference``; ``harness.run.serve`` on the reference solution, in ``home`` with ``env``,
+  never isolated: it runs no student code), which so costs a fork instead of an interpreter that
+  imports numpy; answered ``{"pid"}`` with four descriptors: a pidfd of the worker and the ends of
+  its stdin, stdout and stderr pipes.
 - a sandbox request (see ``grader.sandbox.local``): the zygote forks the job's first process, moves
   it into the job's cgroups, lets it go, and answers ``{"pid", "cgroups"}`` with five descriptors:
   a pidfd of the child, the read ends of its log pipe and of its result stream, and the write ends
@@ -42,6 +47,9 @@ def serve(fd: int) -> None:
             _sweep(int(request["kill_uid"]))
             sock.send(b'{"killed": true}')
             continue
+        if "reference" in request:
+            _reference(sock, request["reference"])
+            continue
         pipes = [os.pipe() for _ in range(5)]  # log, result, control, go, job
         (log_r, log_w), (res_r, res_w), (ctl_r, ctl_w), (go_r, go_w), (job_r, job_w) = pipes
         pid = os.fork()
@@ -63,6 +71,46 @@ def serve(fd: int) -> None:
         socket.send_fds(sock, [answer], [pidfd, log_r, res_r, ctl_w, job_w])
         for fd_ in (pidfd, log_r, res_r, ctl_w, job_w):
             os.close(fd_)
+
+
+def _reference(sock: socket.socket, spec: dict[str, Any]) -> None:
+    """Fork the reference worker: stdin, stdout and stderr are pipes whose other ends go back."""
+    (in_r, in_w), (out_r, out_w), (err_r, err_w) = os.pipe(), os.pipe(), os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        code = 70
+        try:  # never return into the zygote's loop, whatever escapes
+            sock.close()
+            for theirs, mine in ((in_r, 0), (out_w, 1), (err_w, 2)):
+                os.dup2(theirs, mine)
+            for fd_ in (in_r, in_w, out_r, out_w, err_r, err_w):
+                os.close(fd_)
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            os.chdir(spec["home"])
+            os.environ.clear()
+            os.environ.update(spec["env"])
+            from .run import serve as serve_reference
+
+            serve_reference(spec["chunks"])
+            code = 0
+        except BaseException:
+            import traceback
+
+            traceback.print_exc()  # what the host reports when the worker fails
+            code = 1
+        finally:
+            for stream in (sys.stdout, sys.stderr):
+                try:
+                    stream.flush()
+                except BaseException:
+                    pass
+            os._exit(code)
+    for fd_ in (in_r, out_w, err_w):
+        os.close(fd_)
+    pidfd = os.pidfd_open(pid)
+    socket.send_fds(sock, [json.dumps({"pid": pid}).encode()], [pidfd, in_w, out_r, err_r])
+    for fd_ in (pidfd, in_w, out_r, err_r):
+        os.close(fd_)
 
 
 def _join_cgroups(pid: int, cgroups: dict[str, str]) -> list[str]:

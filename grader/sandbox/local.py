@@ -40,7 +40,7 @@ from ..paths import expected_cache_dir, harness_parent
 from . import RunResult
 from .bundle import ensure_bundle
 from .cgroup import CgroupLimits, JobCgroups
-from .process import CappedReader, deadlines, overdue
+from .process import CappedReader, ForkedWorker, deadlines, overdue
 from .stream import OutputStream
 
 if TYPE_CHECKING:
@@ -374,6 +374,26 @@ class LocalSandbox:
                     pass
                 self._restart()
         raise SandboxError("the local sandbox's zygote process failed twice; see the log above")
+
+    def fork_reference(self, chunks: Path, home: Path) -> ForkedWorker:
+        """The trusted reference worker (grader/reference.py), forked by the zygote, which has
+        numpy and the runtime imported already: a fork instead of a new interpreter. It runs in
+        ``home`` with the scrubbed environment and is never isolated: no student code runs there."""
+        request = {"reference": {"chunks": str(chunks), "home": str(home), "env": scrubbed_env(home)}}
+        with self._lock:
+            sock = self._ensure_zygote()
+            try:
+                sock.settimeout(FORK_TIMEOUT_S)
+                sock.sendall(json.dumps(request).encode())
+                message, fds, _, _ = socket.recv_fds(sock, 4096, 4)
+            except OSError as e:
+                self._restart()
+                raise SandboxError(f"the local sandbox's zygote did not fork the reference worker: {e}") from None
+        if len(fds) != 4:
+            for fd in fds:
+                os.close(fd)
+            raise SandboxError("the local sandbox's zygote did not fork the reference worker")
+        return ForkedWorker(int(json.loads(message)["pid"]), *fds)
 
     def _sweep(self, uid: int) -> None:
         """Kill every process of the job's uid (fallback mode has no PID namespace to do it)."""

@@ -96,3 +96,38 @@ def kill_group(pgid: int) -> None:
         os.killpg(pgid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
+
+
+class ForkedWorker:
+    """A worker process that is not our child (the local zygote forked it), driven like a
+    ``subprocess.Popen`` with text pipes: ``poll``, ``kill``, ``wait`` through its pidfd."""
+
+    def __init__(self, pid: int, pidfd: int, stdin: int, stdout: int, stderr: int) -> None:
+        self.pid, self._pidfd = pid, pidfd
+        self.stdin: IO[str] | None = os.fdopen(stdin, "w", encoding="utf-8")
+        self.stdout: IO[str] | None = os.fdopen(stdout, "r", encoding="utf-8")
+        self.stderr: IO[str] | None = os.fdopen(stderr, "r", encoding="utf-8", errors="replace")
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        if self.returncode is None and self._pidfd >= 0 and select.select([self._pidfd], [], [], 0)[0]:
+            self.returncode = -1  # ended (its status went to its parent, the zygote)
+        return self.returncode
+
+    def kill(self) -> None:
+        if self._pidfd >= 0 and self.poll() is None:
+            try:
+                signal.pidfd_send_signal(self._pidfd, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+    def wait(self, timeout: float | None = None) -> int:
+        import subprocess
+
+        if self._pidfd >= 0 and not select.select([self._pidfd], [], [], timeout)[0]:
+            raise subprocess.TimeoutExpired("reference worker", timeout or 0.0)
+        self.returncode = -1 if self.returncode is None else self.returncode
+        if self._pidfd >= 0:
+            os.close(self._pidfd)
+            self._pidfd = -1
+        return self.returncode
