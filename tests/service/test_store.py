@@ -63,6 +63,34 @@ def test_migrations_build_exactly_the_tables_on_postgresql(pg_url: str) -> None:
     db.dispose()
 
 
+def _schema(path: Path) -> list[tuple[str, str]]:
+    with sqlite3.connect(path) as conn:
+        return sorted(conn.execute("SELECT name, sql FROM sqlite_master WHERE sql IS NOT NULL").fetchall())
+
+
+def test_a_new_batch_store_is_what_the_migrations_make_whether_or_not_it_was_copied(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first new store runs the migrations; the next ones are copies of an empty store cached
+    then: the same schema, at the head revision, each with only its own rows."""
+    from grader.settings import reload
+
+    monkeypatch.setenv("GRADER_CACHE", str(tmp_path / "cache"))
+    reload()
+    migrated = Database(sqlite_url(tmp_path / "direct.sqlite"))
+    migrated.migrate()
+    migrated.dispose()
+    with SQLiteStore(tmp_path / "first") as first:
+        first.set_meta("layout", "folder")
+    assert list((tmp_path / "cache" / "empty-stores").glob("*.sqlite"))
+    with SQLiteStore(tmp_path / "second") as second:
+        assert second.meta() == {}
+    for store in ("first", "second"):
+        path = tmp_path / store / SQLiteStore.FILE
+        assert _schema(path) == _schema(tmp_path / "direct.sqlite")
+        with sqlite3.connect(path) as conn:
+            assert conn.execute("SELECT version_num FROM alembic_version").fetchall() == [(HEAD_REVISION,)]
+
+
 def test_a_store_of_the_old_hand_written_batch_schema_is_adopted(tmp_path: Path) -> None:
     with sqlite3.connect(tmp_path / "results.sqlite") as conn:
         conn.executescript(OLD_SCHEMA)
