@@ -3,18 +3,21 @@
 
 from __future__ import annotations
 
+import re
 import time
 import uuid
 from collections.abc import Iterator
+from html import unescape
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlparse
+from urllib.parse import parse_qs, unquote, urlparse
 
 import httpx2
 import jwt
 import pytest
 from fastapi.testclient import TestClient
 
+from grader.service import ops
 from grader.service.app import create_app
 from grader.service.lti.ags import deliver_due
 from grader.service.lti.routes import app_config, tokens
@@ -50,6 +53,7 @@ jwks_url = "{lms.url}/jwks"
         r = client.post("/api/courses/cs249/assignments", headers=staff,
                         json={"slug": "m11", "title": "Embeddings", "policy": {"total": "visible"}})
         assert r.status_code == 201, r.text
+        lms.custom = {"grader_link": client.get("/lti/courses/cs249/assignments/m11/link", headers=staff).json()["value"]}
         yield client, served, staff
     served.stop()
 
@@ -69,23 +73,74 @@ def login(client: TestClient, served: Served, **extra: str) -> tuple[dict[str, A
 
 def launch(client: TestClient, served: Served, **extra: str) -> Any:
     data, _state = login(client, served, **extra)
-    return client.post("/lti/launch", data={"id_token": data["id_token"], "state": data["state"]})
+    return client.post("/lti/launch", data={"id_token": data["id_token"], "state": data["state"]},
+                       follow_redirects=False)
 
 
-def test_a_good_launch_maps_the_learner_to_a_student_of_the_course(world: Any) -> None:
+INSTRUCTOR = "http://purl.imsglobal.org/vocab/lis/v2/membership%23Instructor"
+
+
+def test_a_good_launch_signs_the_learner_in_as_a_student_of_the_course(world: Any) -> None:
     client, served, staff = world
     r = launch(client, served, lineitem="item-a")
-    assert r.status_code == 200, r.text
-    assert "data-course='cs249'" in r.text and "data-role='student'" in r.text and "alice@example.edu" in r.text
+    assert (r.status_code, r.headers["location"]) == (303, "/c/cs249/m11"), r.text
+    page = client.get("/c/cs249/m11")
+    assert page.status_code == 200 and "alice@example.edu" in page.text and "Sign in" not in page.text
     students = client.get("/api/courses/cs249/students", headers=staff).json()
     assert [s["student_id"] for s in students] == ["alice@example.edu"]
 
 
-def test_an_instructor_launch_is_staff_and_adds_no_student(world: Any) -> None:
+def staff_sign_in(client: TestClient, token: str, next_url: str) -> Any:
+    form = client.get("/signin", params={"next": next_url})
+    csrf = re.search(r'name="csrf" value="([^"]+)"', form.text)
+    assert csrf, form.text
+    return client.post("/signin", data={"token": token, "csrf": csrf.group(1), "next": next_url},
+                       follow_redirects=False)
+
+
+def test_an_instructor_becomes_staff_only_after_signing_in_once_with_a_staff_token(world: Any) -> None:
     client, served, staff = world
-    r = launch(client, served, role="http://purl.imsglobal.org/vocab/lis/v2/membership%23Instructor", sub="t1")
-    assert r.status_code == 200 and "data-role='instructor'" in r.text
+    r = launch(client, served, role=INSTRUCTOR, sub="t1")
+    assert r.status_code == 303 and r.headers["location"].startswith("/signin?next=%2Flti%2Fstaff-link"), r.headers
+    assert client.get("/staff/c/cs249/m11", follow_redirects=False).status_code == 303  # no staff session yet
+    assert client.get("/api/courses/cs249/students", headers=staff).json() == []  # and no student either
+    next_url = unquote(r.headers["location"].split("next=", 1)[1])
+    signed = staff_sign_in(client, staff["Authorization"].split()[1], next_url)
+    assert signed.headers["location"] == next_url
+    linked = client.get(next_url, follow_redirects=False)
+    assert (linked.status_code, linked.headers["location"]) == (303, "/staff/c/cs249/m11")
+    client.cookies.clear()  # a new browser: the next launch signs the instructor in directly
+    again = launch(client, served, role=INSTRUCTOR, sub="t1")
+    assert (again.status_code, again.headers["location"]) == (303, "/staff/c/cs249/m11")
+    assert client.get("/staff/c/cs249/m11").status_code == 200
+    client.cookies.clear()
+    other = launch(client, served, role=INSTRUCTOR, sub="t2")  # another instructor: not linked
+    assert other.headers["location"].startswith("/signin")
+
+
+@pytest.mark.parametrize("custom, reason", [
+    ({"grader_link": "cs249/m11.0123456789abcdef0123456789abcdef"}, "not one this grader issued"),
+    ({"course": "cs249", "assignment": "m11"}, "not linked to a grader course yet"),
+    ({}, "not linked to a grader course yet"),
+])
+def test_a_link_the_grader_did_not_sign_cannot_attach_an_lms_course(world: Any, custom: dict[str, str],
+                                                                     reason: str) -> None:
+    client, served, staff = world
+    served.lms.custom = custom
+    r = launch(client, served)
+    assert r.status_code == 400 and reason in unescape(r.text), r.text
     assert client.get("/api/courses/cs249/students", headers=staff).json() == []
+
+
+def test_one_lms_course_grades_into_one_grader_course(world: Any) -> None:
+    client, served, staff = world
+    assert launch(client, served).status_code == 303
+    assert client.post("/api/courses", json={"slug": "other", "title": "Other"}, headers=staff).status_code == 201
+    assert client.post("/api/courses/other/assignments", headers=staff, json={"slug": "m11"}).status_code == 201
+    served.lms.custom = {"grader_link": client.get("/lti/courses/other/assignments/m11/link", headers=staff
+                                                   ).json()["value"]}
+    r = launch(client, served, link="link-2")
+    assert r.status_code == 400 and "linked to grader course 'cs249'" in unescape(r.text), r.text
 
 
 def claims_of(token: str) -> dict[str, Any]:
@@ -104,7 +159,7 @@ def test_a_tampered_token_signed_by_the_platform_is_still_rejected(world: Any, c
     data, _ = login(client, served)
     token = served.sign(claims_of(data["id_token"]) | change)
     r = client.post("/lti/launch", data={"id_token": token, "state": data["state"]})
-    assert r.status_code == 400 and reason in r.text, r.text
+    assert r.status_code == 400 and reason in unescape(r.text), r.text
     assert any(reason in e["detail"] for e in client.get("/lti/events", headers=staff).json())
 
 
@@ -113,25 +168,26 @@ def test_forged_signature_wrong_issuer_and_expired_library_token_are_rejected(wo
     data, _ = login(client, served)
     forged = served.sign(claims_of(data["id_token"]), key=rsa_pem()[0])
     r = client.post("/lti/launch", data={"id_token": forged, "state": data["state"]})
-    assert r.status_code == 400 and "signature" in r.text
+    assert r.status_code == 400 and "signature" in unescape(r.text)
     data, _ = login(client, served)
     r = client.post("/lti/launch", data={"id_token": served.sign(claims_of(data["id_token"]) | {"iss": "https://evil"}),
                                          "state": data["state"]})
-    assert r.status_code == 400 and "issuer" in r.text
+    assert r.status_code == 400 and "issuer" in unescape(r.text)
     r = launch(client, served, expired="1")  # the platform library's own expiry setting
-    assert r.status_code == 400 and "expired" in r.text
+    assert r.status_code == 400 and "expired" in unescape(r.text)
 
 
 def test_a_replayed_launch_is_rejected(world: Any) -> None:
     client, served, _ = world
     data, _ = login(client, served)
-    assert client.post("/lti/launch", data={"id_token": data["id_token"], "state": data["state"]}).status_code == 200
+    assert client.post("/lti/launch", data={"id_token": data["id_token"], "state": data["state"]},
+                       follow_redirects=False).status_code == 303
     client.cookies.set("grader_lti_state", data["state"])  # the same browser posts the same launch again
     again = client.post("/lti/launch", data={"id_token": data["id_token"], "state": data["state"]})
-    assert again.status_code == 400 and ("already used" in again.text or "used before" in again.text)
+    assert again.status_code == 400 and ("already used" in unescape(again.text) or "used before" in unescape(again.text))
     _fresh, state2 = login(client, served)  # a fresh login, but the old token: its nonce is refused
     r = client.post("/lti/launch", data={"id_token": data["id_token"], "state": state2})
-    assert r.status_code == 400 and "nonce" in r.text
+    assert r.status_code == 400 and "nonce" in unescape(r.text)
 
 
 def grade(client: TestClient, score: float, sub_id: str | None = None) -> str:
@@ -171,7 +227,7 @@ def deliver(client: TestClient) -> int:
 
 def test_score_passback_posts_the_score_media_type_and_fields(world: Any) -> None:
     client, served, _ = world
-    assert launch(client, served, lineitem="item-a").status_code == 200
+    assert launch(client, served, lineitem="item-a").status_code == 303
     grade(client, 87.5)
     assert deliver(client) == 1
     [score] = served.lms.scores
@@ -186,7 +242,7 @@ def test_score_passback_posts_the_score_media_type_and_fields(world: Any) -> Non
 
 def test_a_launch_without_line_item_creates_one(world: Any) -> None:
     client, served, _ = world
-    assert launch(client, served).status_code == 200
+    assert launch(client, served).status_code == 303
     grade(client, 50.0)
     assert deliver(client) == 1
     [(item_id, item)] = served.lms.lineitems.items()
@@ -196,7 +252,7 @@ def test_a_launch_without_line_item_creates_one(world: Any) -> None:
 
 def test_passback_failure_is_visible_retried_and_delivered_once_the_platform_is_back(world: Any) -> None:
     client, served, staff = world
-    assert launch(client, served, lineitem="item-a").status_code == 200
+    assert launch(client, served, lineitem="item-a").status_code == 303
     grade(client, 70.0)
     served.lms.down = True
     assert deliver(client) == 0
@@ -214,7 +270,7 @@ def test_passback_failure_is_visible_retried_and_delivered_once_the_platform_is_
 
 def test_a_regrade_sends_the_new_score_with_a_later_timestamp(world: Any) -> None:
     client, served, _ = world
-    assert launch(client, served, lineitem="item-a").status_code == 200
+    assert launch(client, served, lineitem="item-a").status_code == 303
     sub = grade(client, 60.0)
     assert deliver(client) == 1
     grade(client, 95.0, sub_id=sub)
@@ -230,14 +286,14 @@ def test_the_tool_publishes_its_keys_and_rotation_keeps_the_previous_one(world: 
     new = client.post("/lti/keys/rotate", headers=staff).json()["kid"]
     after = {k["kid"] for k in client.get("/lti/jwks").json()["keys"]}
     assert after == before | {new}
-    assert launch(client, served, lineitem="item-a").status_code == 200
+    assert launch(client, served, lineitem="item-a").status_code == 303
     grade(client, 80.0)
     assert deliver(client) == 1  # the platform verified an assertion signed with the new key
 
 
 def test_names_and_roles_import_the_roster(world: Any) -> None:
     client, served, staff = world
-    assert launch(client, served).status_code == 200
+    assert launch(client, served).status_code == 303
     served.lms.members = [
         {"user_id": "u2", "roles": ["http://purl.imsglobal.org/vocab/lis/v2/membership#Learner"], "name": "Bob",
          "email": "bob@example.edu", "status": "Active"},
@@ -248,3 +304,57 @@ def test_names_and_roles_import_the_roster(world: Any) -> None:
     assert r.json() == {"students": 1, "instructors": 1, "inactive": 1}, r.text
     ids = [s["student_id"] for s in client.get("/api/courses/cs249/students", headers=staff).json()]
     assert ids == ["alice@example.edu", "bob@example.edu"]
+
+
+def test_only_the_latest_submissions_effective_score_is_sent_overrides_included(world: Any) -> None:
+    client, served, staff = world
+    assert launch(client, served, lineitem="item-a").status_code == 303
+    old = grade(client, 40.0)
+    new = grade(client, 75.0)  # a later submission: the one that counts
+    assert deliver(client) == 1
+    assert [s["scoreGiven"] for s in served.lms.scores] == [75.0]
+    db = client.app.state.db  # type: ignore[attr-defined]
+    db.run(lambda s: ops.add_override(s, s.get_one(Submission, new), 90.0, "graded by hand", "staff"))
+    assert deliver(client) == 1
+    db.run(lambda s: ops.add_override(s, s.get_one(Submission, old), 100.0, "an older upload", "staff"))
+    assert deliver(client) == 0
+    scores = served.lms.scores
+    assert [s["scoreGiven"] for s in scores] == [75.0, 90.0] and scores[1]["timestamp"] > scores[0]["timestamp"]
+    states = sorted(p["state"] for p in client.get("/lti/passbacks", headers=staff).json())
+    assert states == ["sent", "sent", "superseded", "superseded"]
+
+
+def test_deep_linking_places_an_assignment_that_students_then_launch(world: Any) -> None:
+    client, served, staff = world
+    served.lms.custom = {}
+    data, _ = login(client, served, dl="1", role=INSTRUCTOR, sub="t1")
+    r = client.post("/lti/launch", data={"id_token": data["id_token"], "state": data["state"]}, follow_redirects=False)
+    assert r.status_code == 303 and r.headers["location"].startswith("/signin"), r.text
+    next_url = unquote(r.headers["location"].split("next=", 1)[1])
+    staff_sign_in(client, staff["Authorization"].split()[1], next_url)
+    assert client.get(next_url, follow_redirects=False).headers["location"] == "/lti/deep-link"
+    page = client.get("/lti/deep-link")
+    assert page.status_code == 200 and 'value="cs249/m11"' in page.text, page.text
+    csrf = re.search(r'name="csrf" value="([^"]+)"', page.text)
+    assert csrf
+    answer = client.post("/lti/deep-link", data={"csrf": csrf.group(1), "assignment": "cs249/m11"})
+    action = re.search(r'action="([^"]+)" data-autosubmit', answer.text)
+    token = re.search(r'name="JWT" value="([^"]+)"', answer.text)
+    assert action and token and action.group(1) == f"{served.lms.url}/deep-link-return", answer.text
+    assert f"form-action 'self' {served.lms.url}" in answer.headers["content-security-policy"]
+    got = httpx2.post(action.group(1), data={"JWT": unescape(token.group(1))}).json()
+    assert got == {"received": 1, "data": {"opaque": "x1"}}
+    [item] = served.lms.deep_links
+    assert item["type"] == "ltiResourceLink" and item["url"] == "https://testserver/lti/launch"
+    assert item["custom"]["grader_link"].startswith("cs249/m11.") and item["lineItem"]["scoreMaximum"] > 0
+    client.cookies.clear()  # a learner opens the new link
+    served.lms.custom = item["custom"]
+    r = launch(client, served, link="link-from-deep-linking")
+    assert (r.status_code, r.headers["location"]) == (303, "/c/cs249/m11"), r.text
+
+
+def test_a_learner_cannot_deep_link(world: Any) -> None:
+    client, served, _ = world
+    data, _ = login(client, served, dl="1")
+    r = client.post("/lti/launch", data={"id_token": data["id_token"], "state": data["state"]}, follow_redirects=False)
+    assert r.status_code == 400 and "only instructors" in unescape(r.text)

@@ -32,6 +32,7 @@ from .sessions import (
     csrf_ok,
     csrf_token,
     load_secret,
+    local_path,
     principal_of,
     read_session,
     session_value,
@@ -130,7 +131,7 @@ def mount_web(app: FastAPI, hooks: WebHooks) -> None:
 
     @router.get("/signin")
     def signin_form(request: Request, next: str = "") -> Response:
-        return web.page(request, "signin.html", web.who(request), next=_local(next), error="")
+        return web.page(request, "signin.html", web.who(request), next=local_path(next), error="")
 
     @router.post("/signin")
     def signin(request: Request, token: Annotated[str, Form(max_length=300)], csrf: Csrf,
@@ -146,10 +147,10 @@ def mount_web(app: FastAPI, hooks: WebHooks) -> None:
         try:
             value = run(work)
         except HTTPException:
-            return web.page(request, "signin.html", None, status=401, next=_local(next),
+            return web.page(request, "signin.html", None, status=401, next=local_path(next),
                             error="That sign-in token is not known. Paste the whole token you were given "
                                   "(it starts with student_ or staff_).")
-        response = redirect(_local(next) or "/")
+        response = redirect(local_path(next) or "/")
         set_session(response, request, value)
         return response
 
@@ -277,11 +278,6 @@ def mount_web(app: FastAPI, hooks: WebHooks) -> None:
         return redirect(f"/staff/s/{submission_id}")
 
     app.include_router(router)
-
-
-def _local(url: str) -> str:
-    """A redirect target on this site only (a path, never another host)."""
-    return url if url.startswith("/") and not url.startswith(("//", "/\\")) and len(url) < 300 else ""
 
 
 def _number(text: str) -> float | None:
