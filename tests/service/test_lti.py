@@ -313,7 +313,7 @@ def test_only_the_latest_submissions_effective_score_is_sent_overrides_included(
     new = grade(client, 75.0)  # a later submission: the one that counts
     assert deliver(client) == 1
     assert [s["scoreGiven"] for s in served.lms.scores] == [75.0]
-    db = client.app.state.db  # type: ignore[attr-defined]
+    db = client.app.state.db
     db.run(lambda s: ops.add_override(s, s.get_one(Submission, new), 90.0, "graded by hand", "staff"))
     assert deliver(client) == 1
     db.run(lambda s: ops.add_override(s, s.get_one(Submission, old), 100.0, "an older upload", "staff"))
