@@ -1,0 +1,81 @@
+"""From the LMS to the gradebook in a real browser: a learner opens the assignment in a
+third-party LTI 1.3 platform (lti1p3platform, tests/service/lti_platform.py), lands signed in on
+the assignment's page, uploads, is graded, and the score arrives in the platform's gradebook."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx2 as httpx
+import pytest
+
+from tests.service.servers import free_port
+
+from .conftest import SUBMISSIONS, Service, running_serve, screenshot, wait_for
+from .test_student_pages import upload_with_picker, wait_feedback
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+
+@pytest.fixture(scope="module")
+def lti_world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Service, Any]]:
+    pytest.importorskip("lti1p3platform")
+    from tests.service.lti_platform import CLIENT_ID, DEPLOYMENT, LMS, Served
+
+    port = free_port()
+    tool = f"http://127.0.0.1:{port}"
+    lms = LMS(tool_url=tool, html=True)
+    served = Served(lms)
+    lms.tool_jwks = lambda: httpx.get(f"{tool}/lti/jwks").json()
+    data = tmp_path_factory.mktemp("lti-serve") / "data"
+    data.mkdir()
+    (data / "lti.toml").write_text(f"""
+[tool]
+base_url = "{tool}"
+passback_base_delay_s = 0.5
+[[platform]]
+issuer = "{lms.url}"
+client_id = "{CLIENT_ID}"
+deployment_ids = ["{DEPLOYMENT}"]
+auth_login_url = "{lms.url}/auth"
+auth_token_url = "{lms.url}/token"
+jwks_url = "{lms.url}/jwks"
+""")
+    try:
+        with running_serve(data, port) as staff_token:
+            svc = Service(tool, staff_token)
+            with svc.api() as http:
+                assert http.post("/api/courses", json={"slug": "cs249", "title": "ML Systems"}).status_code == 201
+                r = http.post("/api/courses/cs249/assignments", json={"slug": "m11", "policy": {"total": "visible"}})
+                assert r.status_code == 201, r.text
+                lms.custom = {"grader_link": http.get("/lti/courses/cs249/assignments/m11/link").json()["value"]}
+            yield svc, served
+    finally:
+        served.stop()
+
+
+def test_launch_upload_grade_and_the_score_reaches_the_lms_gradebook(browser: Any, lti_world: Any,
+                                                                     tmp_path: Path) -> None:
+    service, served = lti_world
+    browser.get(f"{served.lms.url}/start?lineitem=item-b")
+    wait_for(browser, lambda d: d.current_url.endswith("/c/cs249/m11"), "the launch to land on the assignment")
+    assert "alice@example.edu" in browser.find_element("css selector", "header .who").text
+    screenshot(browser, "lti-launch-assignment")
+
+    submission = upload_with_picker(browser, SUBMISSIONS / "bug_sin_cos_swapped.ipynb")
+    wait_feedback(browser)
+    with service.api() as http:
+        result = http.get(f"/api/submissions/{submission}/result").json()
+    [grading] = result["history"]
+    assert grading["status"] == "graded" and 0 < result["score"] < grading["max_score"], result
+
+    deadline = time.monotonic() + 60  # the passback loop sends every few seconds
+    while time.monotonic() < deadline and not httpx.get(f"{served.lms.url}/gradebook").json()["scores"]:
+        time.sleep(0.5)
+    [score] = httpx.get(f"{served.lms.url}/gradebook").json()["scores"]
+    assert score["lineitem"] == "item-b" and score["userId"] == "lms-user-1"
+    assert (score["scoreGiven"], score["scoreMaximum"]) == (result["score"], grading["max_score"])
+    assert (score["activityProgress"], score["gradingProgress"]) == ("Completed", "FullyGraded")
