@@ -70,6 +70,7 @@ class LMS:
     html: bool = False  # answer launches with the auto-submitting form a browser follows
     custom: dict[str, str] = field(default_factory=dict)  # the link's custom parameters
     deep_links: list[dict[str, Any]] = field(default_factory=list)  # content items received
+    registrations: list[dict[str, Any]] = field(default_factory=list)  # dynamic registration requests
     down: bool = False
     scores: list[dict[str, Any]] = field(default_factory=list)  # (headers, body) of each accepted score
     refused: list[str] = field(default_factory=list)
@@ -137,6 +138,28 @@ def build_app(lms: LMS) -> tuple[FastAPI, PlatformConf]:
         items = conf.validate_deeplinking_resp({"JWT": form["JWT"]})
         lms.deep_links.extend(items)
         return {"received": len(items), "data": claims.get("https://purl.imsglobal.org/spec/lti-dl/claim/data")}
+
+    # LTI Dynamic Registration (the library has none: these two answer as its spec describes)
+    @app.get("/.well-known/openid-configuration")
+    def openid_configuration(request: Request) -> Any:
+        if request.headers.get("authorization") != "Bearer reg-token-1":
+            return JSONResponse({"error": "registration token required"}, status_code=401)
+        return {"issuer": lms.url, "authorization_endpoint": f"{lms.url}/auth", "token_endpoint": f"{lms.url}/token",
+                "jwks_uri": f"{lms.url}/jwks", "registration_endpoint": f"{lms.url}/register",
+                "token_endpoint_auth_methods_supported": ["private_key_jwt"], "response_types_supported": ["id_token"],
+                "id_token_signing_alg_values_supported": ["RS256"], "scopes_supported": ["openid"],
+                "https://purl.imsglobal.org/spec/lti-platform-configuration": {
+                    "product_family_code": "test-lms", "version": "1",
+                    "messages_supported": [{"type": "LtiResourceLinkRequest"}, {"type": "LtiDeepLinkingRequest"}]}}
+
+    @app.post("/register")
+    async def register(request: Request) -> Any:
+        if request.headers.get("authorization") != "Bearer reg-token-1":
+            return JSONResponse({"error": "registration token required"}, status_code=401)
+        body = await request.json()
+        lms.registrations.append(body)
+        return body | {"client_id": CLIENT_ID, "https://purl.imsglobal.org/spec/lti-tool-configuration":
+                       body["https://purl.imsglobal.org/spec/lti-tool-configuration"] | {"deployment_id": DEPLOYMENT}}
 
     @app.get("/gradebook")
     def gradebook() -> Any:

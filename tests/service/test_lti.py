@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from html import unescape
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, unquote, urlparse
+from urllib.parse import parse_qs, unquote, urlencode, urlparse
 
 import httpx2
 import jwt
@@ -28,14 +28,10 @@ from tests.service.lti_platform import CLIENT_ID, DEPLOYMENT, LMS, Served, rsa_p
 pytest.importorskip("lti1p3platform")
 
 
-@pytest.fixture
-def world(tmp_path: Path) -> Iterator[tuple[TestClient, Served, dict[str, str]]]:
+def _world(tmp_path: Path, registered: bool = True) -> Iterator[tuple[TestClient, Served, dict[str, str]]]:
     lms = LMS()
     served = Served(lms)
-    (tmp_path / "lti.toml").write_text(f"""
-[tool]
-base_url = "https://testserver"
-passback_base_delay_s = 0.01
+    platform = f"""
 [[platform]]
 issuer = "{lms.url}"
 client_id = "{CLIENT_ID}"
@@ -43,7 +39,12 @@ deployment_ids = ["{DEPLOYMENT}"]
 auth_login_url = "{lms.url}/auth"
 auth_token_url = "{lms.url}/token"
 jwks_url = "{lms.url}/jwks"
-""")
+"""
+    (tmp_path / "lti.toml").write_text(f"""
+[tool]
+base_url = "https://testserver"
+passback_base_delay_s = 0.01
+{platform if registered else ""}""")
     tokens_seen: list[str] = []
     app = create_app(Settings(data_dir=tmp_path, sweep_interval_s=3600), announce=tokens_seen.append)
     with TestClient(app, base_url="https://testserver") as client:
@@ -56,6 +57,17 @@ jwks_url = "{lms.url}/jwks"
         lms.custom = {"grader_link": client.get("/lti/courses/cs249/assignments/m11/link", headers=staff).json()["value"]}
         yield client, served, staff
     served.stop()
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> Iterator[tuple[TestClient, Served, dict[str, str]]]:
+    yield from _world(tmp_path)
+
+
+@pytest.fixture
+def unregistered(tmp_path: Path) -> Iterator[tuple[TestClient, Served, dict[str, str]]]:
+    """The tool with no platform in lti.toml: one comes by dynamic registration."""
+    yield from _world(tmp_path, registered=False)
 
 
 def login(client: TestClient, served: Served, **extra: str) -> tuple[dict[str, Any], str]:
@@ -358,3 +370,51 @@ def test_a_learner_cannot_deep_link(world: Any) -> None:
     data, _ = login(client, served, dl="1")
     r = client.post("/lti/launch", data={"id_token": data["id_token"], "state": data["state"]}, follow_redirects=False)
     assert r.status_code == 400 and "only instructors" in unescape(r.text)
+
+
+def opening(invite: str, config: str, token: str) -> str:
+    """The invitation URL as the LMS opens it: with its configuration URL and registration token."""
+    return invite.removeprefix("https://testserver") + "&" + urlencode({"openid_configuration": config,
+                                                                        "registration_token": token})
+
+
+def test_dynamic_registration_with_a_staff_invitation_then_a_launch(unregistered: Any) -> None:
+    client, served, staff = unregistered
+    r = client.get("/lti/login", params={"iss": served.lms.url, "login_hint": "u1", "client_id": CLIENT_ID})
+    assert r.status_code == 400 and "no platform is registered" in unescape(r.text)
+    invite = client.post("/lti/registrations", headers=staff).json()["url"]
+    assert invite.startswith("https://testserver/lti/register?invite=")
+    config = f"{served.lms.url}/.well-known/openid-configuration"
+    opened = client.get(opening(invite, config, "reg-token-1"))
+    assert opened.status_code == 200 and "registered with test-lms" in opened.text, opened.text
+    assert f"frame-ancestors {served.lms.url}" in opened.headers["content-security-policy"]
+    assert "x-frame-options" not in opened.headers
+    [sent] = served.lms.registrations
+    tool = sent["https://purl.imsglobal.org/spec/lti-tool-configuration"]
+    assert sent["initiate_login_uri"] == "https://testserver/lti/login" and sent["jwks_uri"] == "https://testserver/lti/jwks"
+    assert sent["redirect_uris"] == ["https://testserver/lti/launch"] and tool["domain"] == "testserver"
+    assert "https://purl.imsglobal.org/spec/lti-ags/scope/score" in sent["scope"].split()
+    assert launch(client, served, lineitem="item-a").status_code == 303  # the new platform launches
+    grade(client, 55.0)
+    assert deliver(client) == 1 and served.lms.scores[0]["scoreGiven"] == 55.0
+    again = client.get(opening(invite, config, "reg-token-1"))
+    assert again.status_code == 400 and "used already" in unescape(again.text)
+
+
+@pytest.mark.parametrize("invite, config, reason", [
+    ("forged.0123", "{lms}/.well-known/openid-configuration", "not valid or has expired"),
+    (None, "http://127.0.0.1:1/.well-known/openid-configuration", "could not be reached"),
+    (None, "{lms}/.well-known/openid-configuration?x=1", "registered"),
+])
+def test_dynamic_registration_refuses_what_it_cannot_trust(unregistered: Any, invite: str | None, config: str,
+                                                           reason: str) -> None:
+    client, served, staff = unregistered
+    url = client.post("/lti/registrations", headers=staff).json()["url"]
+    if invite is not None:
+        url = "/lti/register?" + urlencode({"invite": invite})
+    r = client.get(opening(url, config.format(lms=served.lms.url), "wrong-token" if "x=1" in config else "reg-token-1"))
+    if reason == "registered":  # the platform refused our registration token: nothing is stored
+        assert r.status_code == 400 and "answered 401" in unescape(r.text)
+    else:
+        assert r.status_code == 400 and reason in unescape(r.text), r.text
+    assert served.lms.registrations == []

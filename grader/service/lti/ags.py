@@ -28,6 +28,7 @@ from .config import LtiConfig, Platform
 from .keys import signing_key
 from .launch import record
 from .models import LtiContext, LtiLink, LtiPassback, LtiUser
+from .registration import find_platform
 
 log = logging.getLogger("grader.service.lti")
 SCORE_TYPE = "application/vnd.ims.lis.v1.score+json"
@@ -188,7 +189,7 @@ def _due(session: Session, config: LtiConfig, now: datetime) -> list[Due]:
         if not released(policy_of(assignment).total, assignment, now):
             pb.state, pb.last_error = "held", "the total is not released to students yet (assignment policy)"
             continue
-        platform = config.platform(ctx.issuer, ctx.client_id)
+        platform = find_platform(session, config, ctx.issuer, ctx.client_id)
         if platform is None:
             pb.state, pb.last_error = "failed", f"platform {ctx.issuer!r} is no longer registered"
             continue

@@ -21,6 +21,7 @@ from .keys import signing_key
 from .launch import CLAIM, DL_CLAIM
 from .links import LINK_PARAM, link_value
 from .models import LtiContext, LtiUser
+from .registration import find_platform
 
 
 @dataclass(frozen=True)
@@ -51,7 +52,7 @@ def answer(session: Session, config: LtiConfig, secret: bytes, request: dict[str
            staff_pk: int) -> str:
     """The signed deep-linking response for the picked ``course/assignment``; links the LMS course
     to that grader course (and the instructor to their staff account) on the way."""
-    platform = config.platform(request["iss"], request["client_id"])
+    platform = find_platform(session, config, request["iss"], request["client_id"])
     if platform is None:
         raise LaunchRejected(f"the platform {request['iss']!r} is no longer registered")
     found = {c.value: c for c in choices(session, request)}.get(picked)

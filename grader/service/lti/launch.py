@@ -27,6 +27,7 @@ from ..tables import Assignment, Course, Student, utcnow
 from .config import LtiConfig, Platform
 from .links import LINK_PARAM, read_link
 from .models import LtiContext, LtiEvent, LtiLink, LtiLogin, LtiNonce, LtiUser
+from .registration import find_platform
 
 log = logging.getLogger("grader.service.lti")
 CLAIM = "https://purl.imsglobal.org/spec/lti/claim/"
@@ -57,7 +58,7 @@ class Launch:
 def login_redirect(session: Session, config: LtiConfig, params: dict[str, str]) -> tuple[str, str]:
     """The platform's authorization URL to redirect to, and the state (also set as a cookie)."""
     issuer, hint = params.get("iss", ""), params.get("login_hint", "")
-    platform = config.platform(issuer, params.get("client_id") or None)
+    platform = find_platform(session, config, issuer, params.get("client_id") or None)
     if platform is None:
         raise LaunchRejected(f"no platform is registered with issuer {issuer!r}"
                              + (f" and client id {params['client_id']!r}" if params.get("client_id") else ""))
@@ -109,7 +110,7 @@ def verify_id_token(session: Session, config: LtiConfig, id_token: str, state: s
         raise LaunchRejected(f"the id_token is not a JWT ({e})") from None
     if unverified.get("iss") != login.issuer:
         raise LaunchRejected(f"wrong issuer {unverified.get('iss')!r}: the login was started by {login.issuer!r}")
-    platform = config.platform(login.issuer, login.client_id)
+    platform = find_platform(session, config, login.issuer, login.client_id)
     if platform is None:
         raise LaunchRejected(f"the platform {login.issuer!r} is no longer registered")
     try:

@@ -10,6 +10,7 @@
     lti_passbacks   one score to send per (grading or override, line item): pending, held, sent, failed or
                     superseded (not the score that counts: an older submission's, or replaced before sending)
     lti_events      rejected launches and passback failures, for staff
+    lti_platforms   LMS registrations made by LTI dynamic registration (``lti.toml`` holds the others)
 """
 
 from __future__ import annotations
@@ -123,3 +124,20 @@ class LtiEvent(Base):
     kind: Mapped[str] = mapped_column(String(32))  # launch_rejected | passback_failed | ...
     issuer: Mapped[str] = mapped_column(String(255), default="")
     detail: Mapped[str] = mapped_column(Text, default="")
+
+
+class LtiPlatform(Base):
+    __tablename__ = "lti_platforms"
+    __table_args__ = (UniqueConstraint("issuer", "client_id", name="lti_platforms_once"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    registration_id: Mapped[str] = mapped_column(String(64), unique=True)  # the staff invitation it used (once)
+    issuer: Mapped[str] = mapped_column(String(255))
+    client_id: Mapped[str] = mapped_column(String(255))
+    deployment_ids_json: Mapped[str] = mapped_column(Text)
+    auth_login_url: Mapped[str] = mapped_column(Text)
+    auth_token_url: Mapped[str] = mapped_column(Text)
+    jwks_url: Mapped[str] = mapped_column(Text)
+    product: Mapped[str] = mapped_column(String(200), default="")  # the LMS's product family code
+    registered_by: Mapped[str] = mapped_column(String(64))  # the staff member who made the invitation
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

@@ -5,6 +5,7 @@
     GET      /lti/jwks      the tool's public keys
     GET      /lti/staff-link  an instructor's first launch: link the LMS identity to a staff account
     GET|POST /lti/deep-link   deep linking: pick the assignment, answer the LMS with a signed link
+    GET      /lti/register    LTI Dynamic Registration, with a staff invitation (POST /lti/registrations)
     staff:   GET /lti/passbacks, POST /lti/passbacks/retry, GET /lti/events, POST /lti/keys/rotate,
              POST /lti/courses/{course}/roster/sync (Names and Role Provisioning),
              GET /lti/courses/{course}/assignments/{assignment}/link (the link's custom parameter)
@@ -12,11 +13,13 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Annotated, Any
 from urllib.parse import quote, urlparse
 
+import httpx2
 from fastapi import APIRouter, Depends, FastAPI, Form, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
@@ -62,6 +65,7 @@ from .launch import (
 from .links import LINK_PARAM, link_value, seal, unseal
 from .models import LtiEvent, LtiPassback
 from .nrps import sync_roster
+from .registration import INVITE_TTL_S, invitation_url, register
 
 STATE_COOKIE = "grader_lti_state"
 LINK_COOKIE, DL_COOKIE = "grader_lti_link", "grader_lti_dl"  # a verified launch, handed over a staff sign-in
@@ -304,6 +308,46 @@ def assignment_link(course: str, assignment: str, request: Request, principal: S
                 "launch_url": config.launch_url if config else ""}
 
     return db.run(work)
+
+
+@router.post("/registrations")
+def new_registration(request: Request, principal: StaffOnly) -> dict[str, Any]:
+    """An invitation for LTI Dynamic Registration: paste the URL into the LMS's "register a tool by
+    URL" field. It is valid for a day and registers one platform."""
+    config = _config(request)
+    db: Database = request.app.state.db
+
+    def work(s: Session) -> dict[str, Any]:
+        audit(s, principal.name, "lti_registration_invite", "", {})
+        return {"url": invitation_url(config, load_secret(s), principal.name), "expires_in_s": INVITE_TTL_S}
+
+    return db.run(work)
+
+
+@router.get("/register", response_model=None)
+async def register_platform(request: Request, invite: str = "", openid_configuration: str = "",
+                            registration_token: str = "") -> Response:
+    """LTI Dynamic Registration, opened by the LMS (in a frame or a window) with an invitation."""
+    config = _config(request)
+    db: Database = request.app.state.db
+
+    def work(s: Session) -> Response:
+        try:
+            with httpx2.Client(timeout=15, follow_redirects=False) as http:
+                row = register(s, config, load_secret(s), invite, openid_configuration, registration_token, http)
+        except LaunchRejected as e:
+            record(s, "registration_rejected", "", str(e))
+            return error_page(request, 400, f"The grader could not register with this LMS: {e}.")
+        audit(s, row.registered_by or "lti", "lti_register", row.issuer, {"client_id": row.client_id})
+        origin = "{0.scheme}://{0.netloc}".format(urlparse(row.issuer))
+        csp = CSP.replace("frame-ancestors 'none'", f"frame-ancestors {origin}")
+        response = html("lti_registered.html", headers={"Content-Security-Policy": csp}, who=None, csrf="",
+                        when=None, issuer=row.issuer, client_id=row.client_id, product=row.product,
+                        deployments=json.loads(row.deployment_ids_json))
+        del response.headers["x-frame-options"]
+        return response
+
+    return await run_in_threadpool(db.run, work)
 
 
 @router.get("/jwks")

@@ -1,4 +1,5 @@
-"""lti: instructors linked to staff accounts; overrides sent to the LMS; superseded passbacks
+"""lti: instructors linked to staff accounts; overrides sent to the LMS; superseded passbacks;
+platforms registered dynamically
 
 Revision ID: 0004_lti_staff_overrides
 Revises: 0003_lti
@@ -16,6 +17,22 @@ depends_on = None
 
 
 def upgrade() -> None:
+    op.create_table("lti_platforms",
+    sa.Column("id", sa.Integer(), nullable=False),
+    sa.Column("registration_id", sa.String(length=64), nullable=False),
+    sa.Column("issuer", sa.String(length=255), nullable=False),
+    sa.Column("client_id", sa.String(length=255), nullable=False),
+    sa.Column("deployment_ids_json", sa.Text(), nullable=False),
+    sa.Column("auth_login_url", sa.Text(), nullable=False),
+    sa.Column("auth_token_url", sa.Text(), nullable=False),
+    sa.Column("jwks_url", sa.Text(), nullable=False),
+    sa.Column("product", sa.String(length=200), nullable=False),
+    sa.Column("registered_by", sa.String(length=64), nullable=False),
+    sa.Column("created_at", sa.DateTime(), nullable=False),
+    sa.PrimaryKeyConstraint("id"),
+    sa.UniqueConstraint("issuer", "client_id", name="lti_platforms_once"),
+    sa.UniqueConstraint("registration_id")
+    )
     with op.batch_alter_table("lti_users", schema=None) as batch_op:
         batch_op.add_column(sa.Column("staff_pk", sa.Integer(), nullable=True))
         batch_op.create_index(batch_op.f("ix_lti_users_staff_pk"), ["staff_pk"], unique=False)
@@ -49,3 +66,5 @@ def downgrade() -> None:
         batch_op.drop_constraint("lti_users_staff_pk_fkey", type_="foreignkey")
         batch_op.drop_index(batch_op.f("ix_lti_users_staff_pk"))
         batch_op.drop_column("staff_pk")
+
+    op.drop_table("lti_platforms")

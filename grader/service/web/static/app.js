@@ -87,6 +87,9 @@
     document.querySelectorAll("[data-events]").forEach(followStatus);
     document.querySelectorAll("form[data-upload]").forEach(uploader);
     document.querySelectorAll("form[data-autosubmit]").forEach(function (form) { form.submit(); });
+    if (document.querySelector("[data-lti-close]")) {  // LTI Dynamic Registration is done
+      (window.opener || window.parent).postMessage({ subject: "org.imsglobal.lti.close" }, "*");
+    }
   }
 
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
