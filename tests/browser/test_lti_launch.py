@@ -14,7 +14,7 @@ import pytest
 
 from tests.service.servers import free_port
 
-from .conftest import SUBMISSIONS, Service, running_serve, screenshot, wait_for
+from .conftest import SUBMISSIONS, Service, click_and_load, inspect_page, running_serve, screenshot, wait_for
 from .test_student_pages import upload_with_picker, wait_feedback
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -79,3 +79,21 @@ def test_launch_upload_grade_and_the_score_reaches_the_lms_gradebook(browser: An
     assert score["lineitem"] == "item-b" and score["userId"] == "lms-user-1"
     assert (score["scoreGiven"], score["scoreMaximum"]) == (result["score"], grading["max_score"])
     assert (score["activityProgress"], score["gradingProgress"]) == ("Completed", "FullyGraded")
+
+
+def test_an_instructor_places_an_assignment_by_deep_linking(browser: Any, lti_world: Any) -> None:
+    from selenium.webdriver.common.by import By
+
+    service, served = lti_world
+    instructor = "http://purl.imsglobal.org/vocab/lis/v2/membership%23Instructor"
+    browser.get(f"{served.lms.url}/start?dl=1&sub=t9&role={instructor}")
+    wait_for(browser, lambda d: "/signin" in d.current_url, "the grader to ask the instructor to sign in once")
+    assert "from your LMS as an instructor" in browser.find_element(By.CSS_SELECTOR, "main").text
+    browser.find_element(By.ID, "token").send_keys(service.staff_token)
+    click_and_load(browser, browser.find_element(By.CSS_SELECTOR, "form.card button[type=submit]"))
+    wait_for(browser, lambda d: d.current_url.endswith("/lti/deep-link"), "the assignment picker")
+    inspect_page(browser, "lti-deep-link")
+    browser.find_element(By.CSS_SELECTOR, "form.card button[type=submit]").click()
+    wait_for(browser, lambda d: d.current_url.startswith(served.lms.url), "the answer to reach the LMS")
+    [item] = served.lms.deep_links
+    assert item["custom"]["grader_link"].startswith("cs249/m11.") and item["url"] == f"{service.url}/lti/launch"

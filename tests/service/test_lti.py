@@ -418,3 +418,29 @@ def test_dynamic_registration_refuses_what_it_cannot_trust(unregistered: Any, in
     else:
         assert r.status_code == 400 and reason in unescape(r.text), r.text
     assert served.lms.registrations == []
+
+
+def test_the_staff_dashboard_shows_scores_the_lms_has_not_taken_and_sends_them_again(world: Any) -> None:
+    client, served, staff = world
+    assert launch(client, served, lineitem="item-a").status_code == 303
+    grade(client, 64.0)
+    served.lms.down = True
+    assert deliver(client) == 0
+    client.cookies.clear()
+    staff_sign_in(client, staff["Authorization"].split()[1], "/staff")
+    page = client.get("/staff/c/cs249/m11")
+    text = unescape(re.sub(r"<[^>]+>", " ", page.text))
+    assert "LMS gradebook" in text and "0 sent" in text and "1 failed" in text, text
+    assert "alice@example.edu" in text and "503" in text
+    csrf = re.search(r'action="/lti/passbacks/retry-now" class="inline"><input type="hidden" name="csrf" value="([^"]+)"',
+                     page.text)
+    assert csrf, page.text
+    served.lms.down = False
+    r = client.post("/lti/passbacks/retry-now", data={"csrf": csrf.group(1), "back": "/staff/c/cs249/m11"},
+                    follow_redirects=False)
+    assert (r.status_code, r.headers["location"]) == (303, "/staff/c/cs249/m11")
+    assert [s["scoreGiven"] for s in served.lms.scores] == [64.0]
+    text = unescape(re.sub(r"<[^>]+>", " ", client.get("/staff/c/cs249/m11").text))
+    assert "1 sent" in text and "0 failed" in text
+    forged = client.post("/lti/passbacks/retry-now", data={"csrf": "nope"}, follow_redirects=False)
+    assert forged.status_code == 403

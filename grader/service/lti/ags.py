@@ -23,11 +23,11 @@ from sqlalchemy.orm import Session
 from ...errors import PassbackError
 from ..database import Database
 from ..ops import effective, history, policy_of, released
-from ..tables import Assignment, Grading, Override, Submission, utcnow
+from ..tables import Assignment, Grading, Override, Student, Submission, utcnow
 from .config import LtiConfig, Platform
 from .keys import signing_key
 from .launch import record
-from .models import LtiContext, LtiLink, LtiPassback, LtiUser
+from .models import PASSBACK_STATES, LtiContext, LtiLink, LtiPassback, LtiUser
 from .registration import find_platform
 
 log = logging.getLogger("grader.service.lti")
@@ -291,3 +291,26 @@ class PassbackLoop:
         self._stop.set()
         if self._thread.is_alive():
             self._thread.join(timeout=10)
+
+
+# ---- what staff see ------------------------------------------------------------------------------
+
+
+def passback_panel(session: Session, assignment_id: int) -> dict[str, Any] | None:
+    """The LMS gradebook side of one assignment for its staff dashboard: passbacks by state, and
+    every one not delivered yet (who, what, how many tries, the last error, the next try); None
+    when no LMS link points at the assignment."""
+    links = list(session.scalars(select(LtiLink.id).where(LtiLink.assignment_id == assignment_id)))
+    if not links:
+        return None
+    counts = dict(session.execute(select(LtiPassback.state, func.count()).where(LtiPassback.link_pk.in_(links))
+                                  .group_by(LtiPassback.state)).all())
+    waiting = session.execute(
+        select(LtiPassback, LtiUser, Student).join(LtiUser, LtiUser.id == LtiPassback.user_pk)
+        .outerjoin(Student, Student.id == LtiUser.student_pk)
+        .where(LtiPassback.link_pk.in_(links), LtiPassback.state.in_(("pending", "held", "failed")))
+        .order_by(LtiPassback.state, LtiPassback.next_attempt_at).limit(200)).all()
+    return {"links": len(links), "counts": {state: int(counts.get(state, 0)) for state in PASSBACK_STATES},
+            "waiting": [{"student": st.student_id if st else user.name or user.sub, "state": pb.state,
+                         "score": pb.score_given, "of": pb.score_maximum, "attempts": pb.attempts,
+                         "error": pb.last_error, "next": pb.next_attempt_at} for pb, user, st in waiting]}

@@ -394,6 +394,27 @@ async def retry_passbacks(request: Request, principal: StaffOnly) -> dict[str, i
     return {"delivered": delivered}
 
 
+@router.post("/passbacks/retry-now", response_model=None)
+async def retry_passbacks_page(request: Request, csrf: Annotated[str, Form(max_length=200)],
+                               back: Annotated[str, Form(max_length=300)] = "/staff") -> Response:
+    """The dashboard's button: send every waiting passback now, then back to the dashboard."""
+    config = _config(request)
+    db: Database = request.app.state.db
+
+    def allowed(s: Session) -> Principal | None:
+        secret = load_secret(s)
+        return _staff_session(request, s, secret) if csrf_ok(secret, request, csrf) else None
+
+    who = db.run(allowed)
+    if who is None:
+        return error_page(request, 403, "Staff only, from the dashboard's own form: reload the dashboard and try again.")
+    db.run(lambda s: s.execute(update(LtiPassback).where(LtiPassback.state.in_(("failed", "held", "pending")))
+                               .values(next_attempt_at=utcnow())))
+    await run_in_threadpool(deliver_due, db, config, tokens(request.app))
+    db.run(lambda s: audit(s, who.name, "lti_retry_passbacks", "", {}))
+    return redirect(local_path(back) or "/staff")
+
+
 @router.get("/events")
 def events(request: Request, principal: StaffOnly) -> list[dict[str, Any]]:
     db: Database = request.app.state.db

@@ -54,6 +54,8 @@ class WebHooks:
     status_events: Callable[[Principal, str], Awaitable[StreamingResponse]]
     regrade_one: Callable[[Principal, str], dict[str, Any]]
     regrade_every: Callable[[Principal, str, str], int]
+    # the LMS gradebook panel of an assignment's dashboard (LTI passbacks), None without LMS links
+    lms_panel: Callable[[Session, int], dict[str, Any] | None] = lambda _s, _a: None
 
 
 def moment(value: datetime | str | None) -> dict[str, str] | None:
@@ -230,8 +232,11 @@ def mount_web(app: FastAPI, hooks: WebHooks) -> None:
         who = web.signed_in(request, staff=True)
         filters = data.Filters(status=status[:32], min_score=_number(min_score), max_score=_number(max_score),
                                check=check[:64], late=late if late in ("yes", "no") else "")
-        found = run(lambda s: data.dashboard(s, course, assignment, filters))
-        return web.page(request, "dashboard.html", who, regrading=regrading, **found)
+        def work(s: Session) -> dict[str, Any]:
+            found = data.dashboard(s, course, assignment, filters)
+            return found | {"lms": web.hooks.lms_panel(s, found["assignment"].id)}
+
+        return web.page(request, "dashboard.html", who, regrading=regrading, **run(work))
 
     @router.post("/staff/c/{course}/{assignment}/regrade")
     def regrade_all(request: Request, course: Slug, assignment: Slug, csrf: Csrf) -> Response:
