@@ -7,6 +7,7 @@ import re
 import time
 import uuid
 from collections.abc import Iterator
+from datetime import timedelta
 from html import unescape
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from fastapi.testclient import TestClient
 from grader.service import ops
 from grader.service.app import create_app
 from grader.service.lti.ags import deliver_due
+from grader.service.lti.launch import JWKS_REFETCH_COOLDOWN_S
 from grader.service.lti.routes import app_config, tokens
 from grader.service.settings import Settings
 from grader.service.tables import Assignment, Grading, Submission, utcnow
@@ -444,3 +446,30 @@ def test_the_staff_dashboard_shows_scores_the_lms_has_not_taken_and_sends_them_a
     assert "1 sent" in text and "0 failed" in text
     forged = client.post("/lti/passbacks/retry-now", data={"csrf": "nope"}, follow_redirects=False)
     assert forged.status_code == 403
+
+
+def test_a_score_is_held_until_the_policy_releases_the_total_then_sent(world: Any) -> None:
+    client, served, staff = world
+    later = (utcnow() + timedelta(days=2)).isoformat()
+    r = client.patch("/api/courses/cs249/assignments/m11", headers=staff,
+                     json={"due_at": later, "policy": {"total": "after_due_date"}})
+    assert r.status_code == 200, r.text
+    assert launch(client, served, lineitem="item-a").status_code == 303
+    grade(client, 81.0)
+    assert deliver(client) == 0 and served.lms.scores == []
+    [held] = client.get("/lti/passbacks", headers=staff).json()
+    assert held["state"] == "held" and "not released" in held["last_error"]
+    earlier = (utcnow() - timedelta(minutes=1)).isoformat()
+    assert client.patch("/api/courses/cs249/assignments/m11", headers=staff, json={"due_at": earlier}).status_code == 200
+    assert deliver(client) == 1 and [s["scoreGiven"] for s in served.lms.scores] == [81.0]
+
+
+def test_a_launch_still_verifies_after_the_platform_rotates_its_key(world: Any) -> None:
+    client, served, _ = world
+    assert launch(client, served).status_code == 303  # the tool has the platform's keyset cached now
+    private, public = rsa_pem()
+    served.conf.get_registration().set_platform_private_key(private).set_platform_public_key(public)
+    client.cookies.clear()
+    time.sleep(JWKS_REFETCH_COOLDOWN_S + 0.1)  # the tool refetches at most once per cooldown
+    r = launch(client, served)  # signed with a key id the tool has not seen: it fetches the keyset again
+    assert r.status_code == 303, unescape(r.text)

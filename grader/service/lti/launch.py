@@ -39,6 +39,7 @@ RESOURCE_LINK, DEEP_LINKING = "LtiResourceLinkRequest", "LtiDeepLinkingRequest"
 LOGIN_TTL = timedelta(minutes=10)
 NONCE_KEPT = timedelta(days=1)
 LEEWAY_S = 30
+JWKS_REFETCH_COOLDOWN_S = 2.0
 
 
 @dataclass(frozen=True)
@@ -86,10 +87,13 @@ _jwks_lock = threading.Lock()
 
 
 def jwks_client(url: str) -> jwt.PyJWKClient:
-    """One cached client per JWKS URL: keys are kept 5 minutes, and an unknown kid refetches."""
+    """One cached client per JWKS URL: keys are kept 5 minutes, and an unknown kid refetches (a
+    platform's key rotation), at most once per cooldown (tokens with made-up kids cannot make the
+    tool flood the platform)."""
     with _jwks_lock:
         if url not in _jwks_clients:
-            _jwks_clients[url] = jwt.PyJWKClient(url, cache_keys=True, lifespan=300, timeout=10)
+            _jwks_clients[url] = jwt.PyJWKClient(url, cache_keys=True, lifespan=300, timeout=10,
+                                                 cooldown_duration=JWKS_REFETCH_COOLDOWN_S)
         return _jwks_clients[url]
 
 
