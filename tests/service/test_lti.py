@@ -473,3 +473,19 @@ def test_a_launch_still_verifies_after_the_platform_rotates_its_key(world: Any) 
     time.sleep(JWKS_REFETCH_COOLDOWN_S + 0.1)  # the tool refetches at most once per cooldown
     r = launch(client, served)  # signed with a key id the tool has not seen: it fetches the keyset again
     assert r.status_code == 303, unescape(r.text)
+
+
+def test_a_score_that_arrived_although_its_answer_was_lost_is_not_sent_forever(world: Any) -> None:
+    client, served, staff = world
+    assert launch(client, served, lineitem="item-a").status_code == 303
+    grade(client, 72.0)
+    served.lms.lose_answers = True
+    assert deliver(client) == 0  # the LMS took it; the tool saw a 503
+    served.lms.lose_answers = False
+    time.sleep(0.05)
+    assert deliver(client) == 0  # the resend is refused as old (409): it had arrived
+    [pb] = client.get("/lti/passbacks", headers=staff).json()
+    assert pb["state"] == "sent" and "had this score already" in pb["last_error"] and pb["attempts"] == 2
+    assert [s["scoreGiven"] for s in served.lms.scores] == [72.0]
+    time.sleep(0.05)
+    assert deliver(client) == 0 and client.get("/lti/passbacks", params={"state": "failed"}, headers=staff).json() == []

@@ -224,13 +224,21 @@ def _lineitem(db: Database, item: Due, tokens: Tokens, http: httpx2.Client) -> s
     return url
 
 
+class _HasIt(Exception):
+    """409: the LMS holds a score for this student and line item with this timestamp or a later one
+    (an earlier try of ours that did arrive, or a grade entered in the LMS): sending again cannot help."""
+
+
 def _send(db: Database, item: Due, tokens: Tokens, http: httpx2.Client) -> None:
     lineitem = _lineitem(db, item, tokens, http)
     token = tokens.get(db, item.platform, [SCOPE_LINEITEM, SCOPE_SCORE], http)
     r = http.post(scores_url(lineitem), json=item.body,
                   headers={"Authorization": f"Bearer {token}", "Content-Type": SCORE_TYPE})
+    if r.status_code == 409:
+        raise _HasIt()
     if r.status_code not in (200, 201, 202, 204):
         raise PassbackError(f"the platform answered {r.status_code}: {r.text[:200]}")
+
 
 
 def deliver_due(db: Database, config: LtiConfig, tokens: Tokens, http: httpx2.Client | None = None) -> int:
@@ -243,6 +251,9 @@ def deliver_due(db: Database, config: LtiConfig, tokens: Tokens, http: httpx2.Cl
         for item in items:
             try:
                 _send(db, item, tokens, client)
+            except _HasIt:
+                db.run(partial(_had_it, item=item))
+                continue
             except (PassbackError, httpx2.HTTPError, KeyError, ValueError) as e:
                 db.run(partial(_failed, config=config, item=item, error=e))
                 continue
@@ -257,6 +268,17 @@ def deliver_due(db: Database, config: LtiConfig, tokens: Tokens, http: httpx2.Cl
 def _sent(session: Session, item: Due) -> None:
     pb = session.get_one(LtiPassback, item.passback_id)
     pb.state, pb.sent_at, pb.attempts, pb.last_error = "sent", utcnow(), pb.attempts + 1, ""
+
+
+def _had_it(session: Session, item: Due) -> None:
+    pb = session.get_one(LtiPassback, item.passback_id)
+    pb.attempts += 1
+    if pb.attempts > 1:  # a try that failed on our side had arrived: the idempotent resend is refused
+        pb.state, pb.sent_at, pb.last_error = "sent", utcnow(), "the LMS had this score already (an earlier try arrived)"
+    else:
+        pb.state, pb.last_error = "superseded", "the LMS holds a newer score for this student (entered in the LMS?)"
+        record(session, "passback_refused", item.platform.issuer,
+               f"passback {pb.id}: the LMS answered 409, it has a score with this or a later timestamp")
 
 
 def _failed(session: Session, config: LtiConfig, item: Due, error: Exception) -> None:

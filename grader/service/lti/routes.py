@@ -78,6 +78,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     config = app_config(app)
     loop = None
     if config is not None:
+        app.state.db.run(keys.signing_key)  # the tool's first key pair, made at the first start
         loop = PassbackLoop(app.state.db, config, tokens(app))
         loop.start()
     try:
