@@ -26,6 +26,7 @@ from .auth import Principal, authenticate, bearer, own_submission, require_cours
 from .database import Database, StoreUnavailable
 from .dispatch import CeleryDispatcher, Dispatcher, LocalPool
 from .exports import check_stats, export
+from .lti.ags import passback_panel
 from .lti.routes import router as lti_router
 from .metrics import registry
 from .notify import Subscriber
@@ -416,7 +417,7 @@ def create_app(settings: Settings, *, dispatcher: Dispatcher | None = None,
                               for a in s.scalars(select(Audit).order_by(Audit.id.desc()).limit(limit))])
 
     mount_web(app, WebHooks(run=run, accept_upload=accept_upload, status_events=status_events,
-                            regrade_one=regrade_one, regrade_every=regrade_every))
+                            regrade_one=regrade_one, regrade_every=regrade_every, lms_panel=passback_panel))
     return app
 
 

@@ -34,7 +34,7 @@ from sqlalchemy.types import TypeDecorator
 
 # The Alembic revision these tables correspond to: a store at this revision needs no migration
 # (tests/service/test_store.py checks it against the migration scripts).
-HEAD_REVISION = "0003_lti"
+HEAD_REVISION = "0004_lti_staff_overrides"
 
 RESULT_STATUSES = ("graded", "invalid", "failed_to_grade")
 SUBMISSION_STATUSES = ("queued", "grading", *RESULT_STATUSES)

@@ -19,6 +19,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -83,30 +84,38 @@ class Service:
         return view
 
 
-@pytest.fixture(scope="session")
-def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
-    """``grader serve`` as a course runs it (embedded: SQLite, in-process graders), on 127.0.0.1."""
-    browser_binaries()
-    pytest.importorskip("selenium", reason="pip install selenium (the dev extra)")
-    home = tmp_path_factory.mktemp("serve")
-    port, log = free_port(), home / "serve.log"
+@contextmanager
+def running_serve(data: Path, port: int) -> Iterator[str]:
+    """``grader serve`` as a course runs it (embedded: SQLite, in-process graders) on 127.0.0.1:port,
+    with its data in ``data``; yields the staff token it announces."""
+    log = data.parent / f"serve-{port}.log"
     env = os.environ | {"GRADER_NO_DAEMON": "1", "GRADER_POLL_INTERVAL_S": "0.2"}
     with log.open("wb") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "grader.cli", "serve", "--data", str(home / "data"),
+        proc = subprocess.Popen([sys.executable, "-m", "grader.cli", "serve", "--data", str(data),
                                  "--host", "127.0.0.1", "--port", str(port), "--workers", "2"],
                                 stdout=out, stderr=subprocess.STDOUT, cwd=ROOT, env=env)
     try:
         wait_port(port, 60)
         found = re.search(r"Bearer (staff_\S+)", log.read_text())
         assert found, log.read_text()
-        svc = Service(f"http://127.0.0.1:{port}", found.group(1))
-        svc.setup_course("cs249", "ML Systems", ROSTER, ("m11", "m11r"))
-        svc.setup_course("xss", f"Class {XSS}", XSS_ROSTER, ("m11",))
-        yield svc
+        yield found.group(1)
     finally:
         stop_pid(proc, signal.SIGTERM, timeout=60)
         if proc.returncode not in (0, -signal.SIGTERM):
             print(log.read_text()[-5000:])
+
+
+@pytest.fixture(scope="session")
+def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
+    """The service every page test shares, with two courses set up."""
+    browser_binaries()
+    pytest.importorskip("selenium", reason="pip install selenium (the dev extra)")
+    port = free_port()
+    with running_serve(tmp_path_factory.mktemp("serve") / "data", port) as staff_token:
+        svc = Service(f"http://127.0.0.1:{port}", staff_token)
+        svc.setup_course("cs249", "ML Systems", ROSTER, ("m11", "m11r"))
+        svc.setup_course("xss", f"Class {XSS}", XSS_ROSTER, ("m11",))
+        yield svc
 
 
 @pytest.fixture

@@ -1,7 +1,9 @@
 # mypy: disable-error-code="misc,import-untyped,import-not-found,unused-ignore"
 """A test LMS built on the third-party ``lti1p3platform`` package (its Registration, platform
 config, FastAPI message launch, token endpoint and AGS/NRPS service classes), served by uvicorn on
-127.0.0.1. It records what the tool sends; ``down`` makes its score endpoint answer 503."""
+127.0.0.1. It records what the tool sends; ``down`` makes its score endpoint answer 503. With
+``html`` set it answers a browser as an LMS does: ``/start`` begins a launch at the tool, and the
+launch is an auto-submitting form (the library's own template)."""
 
 from __future__ import annotations
 
@@ -10,15 +12,17 @@ import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import parse_qsl, urlencode
 
 import jwt
 import uvicorn
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, RedirectResponse
 from lti1p3platform.framework.fastapi.message_launch import FastapiMessageLaunch
 from lti1p3platform.ltiplatform import LTI1P3PlatformConfAbstract
+from lti1p3platform.message_launch import LTIAdvantageMessageLaunchAbstract
 from lti1p3platform.registration import Registration
 from lti1p3platform.request import Request as LtiRequest
 from lti1p3platform.score import UpdateScoreStatus
@@ -44,9 +48,13 @@ class PlatformConf(LTI1P3PlatformConfAbstract):
         return self._registration  # type: ignore[return-value]
 
 
-class Launch(FastapiMessageLaunch):
-    def render_launch_form(self, launch_data: dict[str, Any], **kwargs: Any) -> JSONResponse:
-        return JSONResponse(launch_data)
+class Launch(LTIAdvantageMessageLaunchAbstract, FastapiMessageLaunch):
+    """The library's launch with its deep-linking support; JSON for tests that post it themselves."""
+
+    html = False
+
+    def render_launch_form(self, launch_data: dict[str, Any], **kwargs: Any) -> Any:
+        return FastapiMessageLaunch.render_launch_form(self, launch_data) if self.html else JSONResponse(launch_data)
 
 
 class Fields(LtiRequest):
@@ -57,8 +65,14 @@ class Fields(LtiRequest):
 @dataclass
 class LMS:
     url: str = ""
+    tool_url: str = "https://testserver"
     tool_jwks: Any = None  # callable returning the tool's JWKS (the tool runs in a TestClient)
+    html: bool = False  # answer launches with the auto-submitting form a browser follows
+    custom: dict[str, str] = field(default_factory=dict)  # the link's custom parameters
+    deep_links: list[dict[str, Any]] = field(default_factory=list)  # content items received
+    registrations: list[dict[str, Any]] = field(default_factory=list)  # dynamic registration requests
     down: bool = False
+    lose_answers: bool = False  # take scores, but answer 503 (the answer is lost on the way back)
     scores: list[dict[str, Any]] = field(default_factory=list)  # (headers, body) of each accepted score
     refused: list[str] = field(default_factory=list)
     lineitems: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -67,7 +81,8 @@ class LMS:
 
     def registration(self, private: str, public: str) -> Registration:
         return (Registration().set_iss(self.url).set_client_id(CLIENT_ID).set_deployment_id(DEPLOYMENT)
-                .set_launch_url("https://testserver/lti/launch").set_oidc_login_url("https://testserver/lti/login")
+                .set_launch_url(f"{self.tool_url}/lti/launch").set_oidc_login_url(f"{self.tool_url}/lti/login")
+                .set_deeplink_launch_url(f"{self.tool_url}/lti/launch")
                 .set_platform_private_key(private).set_platform_public_key(public))
 
 
@@ -82,13 +97,17 @@ def build_app(lms: LMS) -> tuple[FastAPI, PlatformConf]:
 
     @app.get("/auth")
     def auth(request: Request) -> Any:
-        q = request.query_params
+        q = dict(request.query_params) | dict(parse_qsl(request.query_params.get("lti_message_hint", "")))
         launch = Launch(request, conf)  # type: ignore[arg-type]
+        launch.html = lms.html
         launch.set_user_data(q.get("sub", "lms-user-1"), [q.get("role", "http://purl.imsglobal.org/vocab/lis/v2/membership#Learner")],
                              full_name="Alice Liddell", email_address="alice@example.edu")
         launch.set_launch_context_claim("ctx-1", context_title="ML Systems")
         launch.set_resource_link_claim(q.get("link", "link-1"))
-        launch.set_custom_parameters_claim({"course": "cs249", "assignment": "m11"})
+        if lms.custom:
+            launch.set_custom_parameters_claim(dict(lms.custom))
+        if q.get("dl"):
+            launch.set_dl(f"{lms.url}/deep-link-return", title="Add a grader assignment", extra_data={"opaque": "x1"})
         ags: dict[str, Any] = {"scope": ["https://purl.imsglobal.org/spec/lti-ags/scope/score",
                                          "https://purl.imsglobal.org/spec/lti-ags/scope/lineitem"],
                                "lineitems": f"{lms.url}/lineitems"}
@@ -101,6 +120,51 @@ def build_app(lms: LMS) -> tuple[FastAPI, PlatformConf]:
         if q.get("expired"):
             launch.set_id_token_expiration(-120)
         return launch.lti_launch()
+
+    @app.get("/start")
+    def start(request: Request) -> Any:
+        """A link in the LMS: third-party login initiation at the tool (the browser follows it)."""
+        query = urlencode({"iss": lms.url, "client_id": CLIENT_ID, "login_hint": "u1",
+                           "target_link_uri": f"{lms.tool_url}/lti/launch",
+                           "lti_message_hint": urlencode(dict(request.query_params))})
+        return RedirectResponse(f"{lms.tool_url}/lti/login?{query}", status_code=302)
+
+    @app.post("/deep-link-return")
+    async def deep_link_return(request: Request) -> Any:
+        form = {k: str(v) for k, v in (await request.form()).items()}
+        conf.get_registration().set_tool_key_set(lms.tool_jwks())
+        claims = conf.tool_validate_and_decode(form["JWT"])
+        if claims.get("aud") not in (lms.url, [lms.url]) or claims.get("iss") != CLIENT_ID:
+            return JSONResponse({"error": "not for this platform"}, status_code=400)
+        items = conf.validate_deeplinking_resp({"JWT": form["JWT"]})
+        lms.deep_links.extend(items)
+        return {"received": len(items), "data": claims.get("https://purl.imsglobal.org/spec/lti-dl/claim/data")}
+
+    # LTI Dynamic Registration (the library has none: these two answer as its spec describes)
+    @app.get("/.well-known/openid-configuration")
+    def openid_configuration(request: Request) -> Any:
+        if request.headers.get("authorization") != "Bearer reg-token-1":
+            return JSONResponse({"error": "registration token required"}, status_code=401)
+        return {"issuer": lms.url, "authorization_endpoint": f"{lms.url}/auth", "token_endpoint": f"{lms.url}/token",
+                "jwks_uri": f"{lms.url}/jwks", "registration_endpoint": f"{lms.url}/register",
+                "token_endpoint_auth_methods_supported": ["private_key_jwt"], "response_types_supported": ["id_token"],
+                "id_token_signing_alg_values_supported": ["RS256"], "scopes_supported": ["openid"],
+                "https://purl.imsglobal.org/spec/lti-platform-configuration": {
+                    "product_family_code": "test-lms", "version": "1",
+                    "messages_supported": [{"type": "LtiResourceLinkRequest"}, {"type": "LtiDeepLinkingRequest"}]}}
+
+    @app.post("/register")
+    async def register(request: Request) -> Any:
+        if request.headers.get("authorization") != "Bearer reg-token-1":
+            return JSONResponse({"error": "registration token required"}, status_code=401)
+        body = await request.json()
+        lms.registrations.append(body)
+        return body | {"client_id": CLIENT_ID, "https://purl.imsglobal.org/spec/lti-tool-configuration":
+                       body["https://purl.imsglobal.org/spec/lti-tool-configuration"] | {"deployment_id": DEPLOYMENT}}
+
+    @app.get("/gradebook")
+    def gradebook() -> Any:
+        return {"scores": lms.scores}
 
     @app.post("/token")
     async def token(request: Request) -> Any:
@@ -155,7 +219,8 @@ def build_app(lms: LMS) -> tuple[FastAPI, PlatformConf]:
             lms.refused.append(f"media type {request.headers.get('content-type')}")
             return JSONResponse({"error": "score media type required"}, status_code=415)
         grades = await service(request)
-        return answer(grades.handle_resp(grades.handle_update_score, line_item_id=item))
+        taken = answer(grades.handle_resp(grades.handle_update_score, line_item_id=item))
+        return JSONResponse({"error": "gateway timeout"}, status_code=503) if lms.lose_answers else taken
 
     @app.get("/memberships")
     def memberships(request: Request) -> Any:

@@ -3,20 +3,25 @@
 
 from __future__ import annotations
 
+import re
 import time
 import uuid
 from collections.abc import Iterator
+from datetime import timedelta
+from html import unescape
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlparse
+from urllib.parse import parse_qs, unquote, urlencode, urlparse
 
 import httpx2
 import jwt
 import pytest
 from fastapi.testclient import TestClient
 
+from grader.service import ops
 from grader.service.app import create_app
 from grader.service.lti.ags import deliver_due
+from grader.service.lti.launch import JWKS_REFETCH_COOLDOWN_S
 from grader.service.lti.routes import app_config, tokens
 from grader.service.settings import Settings
 from grader.service.tables import Assignment, Grading, Submission, utcnow
@@ -25,14 +30,10 @@ from tests.service.lti_platform import CLIENT_ID, DEPLOYMENT, LMS, Served, rsa_p
 pytest.importorskip("lti1p3platform")
 
 
-@pytest.fixture
-def world(tmp_path: Path) -> Iterator[tuple[TestClient, Served, dict[str, str]]]:
+def _world(tmp_path: Path, registered: bool = True) -> Iterator[tuple[TestClient, Served, dict[str, str]]]:
     lms = LMS()
     served = Served(lms)
-    (tmp_path / "lti.toml").write_text(f"""
-[tool]
-base_url = "https://testserver"
-passback_base_delay_s = 0.01
+    platform = f"""
 [[platform]]
 issuer = "{lms.url}"
 client_id = "{CLIENT_ID}"
@@ -40,7 +41,12 @@ deployment_ids = ["{DEPLOYMENT}"]
 auth_login_url = "{lms.url}/auth"
 auth_token_url = "{lms.url}/token"
 jwks_url = "{lms.url}/jwks"
-""")
+"""
+    (tmp_path / "lti.toml").write_text(f"""
+[tool]
+base_url = "https://testserver"
+passback_base_delay_s = 0.01
+{platform if registered else ""}""")
     tokens_seen: list[str] = []
     app = create_app(Settings(data_dir=tmp_path, sweep_interval_s=3600), announce=tokens_seen.append)
     with TestClient(app, base_url="https://testserver") as client:
@@ -50,8 +56,20 @@ jwks_url = "{lms.url}/jwks"
         r = client.post("/api/courses/cs249/assignments", headers=staff,
                         json={"slug": "m11", "title": "Embeddings", "policy": {"total": "visible"}})
         assert r.status_code == 201, r.text
+        lms.custom = {"grader_link": client.get("/lti/courses/cs249/assignments/m11/link", headers=staff).json()["value"]}
         yield client, served, staff
     served.stop()
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> Iterator[tuple[TestClient, Served, dict[str, str]]]:
+    yield from _world(tmp_path)
+
+
+@pytest.fixture
+def unregistered(tmp_path: Path) -> Iterator[tuple[TestClient, Served, dict[str, str]]]:
+    """The tool with no platform in lti.toml: one comes by dynamic registration."""
+    yield from _world(tmp_path, registered=False)
 
 
 def login(client: TestClient, served: Served, **extra: str) -> tuple[dict[str, Any], str]:
@@ -69,23 +87,74 @@ def login(client: TestClient, served: Served, **extra: str) -> tuple[dict[str, A
 
 def launch(client: TestClient, served: Served, **extra: str) -> Any:
     data, _state = login(client, served, **extra)
-    return client.post("/lti/launch", data={"id_token": data["id_token"], "state": data["state"]})
+    return client.post("/lti/launch", data={"id_token": data["id_token"], "state": data["state"]},
+                       follow_redirects=False)
 
 
-def test_a_good_launch_maps_the_learner_to_a_student_of_the_course(world: Any) -> None:
+INSTRUCTOR = "http://purl.imsglobal.org/vocab/lis/v2/membership%23Instructor"
+
+
+def test_a_good_launch_signs_the_learner_in_as_a_student_of_the_course(world: Any) -> None:
     client, served, staff = world
     r = launch(client, served, lineitem="item-a")
-    assert r.status_code == 200, r.text
-    assert "data-course='cs249'" in r.text and "data-role='student'" in r.text and "alice@example.edu" in r.text
+    assert (r.status_code, r.headers["location"]) == (303, "/c/cs249/m11"), r.text
+    page = client.get("/c/cs249/m11")
+    assert page.status_code == 200 and "alice@example.edu" in page.text and "Sign in" not in page.text
     students = client.get("/api/courses/cs249/students", headers=staff).json()
     assert [s["student_id"] for s in students] == ["alice@example.edu"]
 
 
-def test_an_instructor_launch_is_staff_and_adds_no_student(world: Any) -> None:
+def staff_sign_in(client: TestClient, token: str, next_url: str) -> Any:
+    form = client.get("/signin", params={"next": next_url})
+    csrf = re.search(r'name="csrf" value="([^"]+)"', form.text)
+    assert csrf, form.text
+    return client.post("/signin", data={"token": token, "csrf": csrf.group(1), "next": next_url},
+                       follow_redirects=False)
+
+
+def test_an_instructor_becomes_staff_only_after_signing_in_once_with_a_staff_token(world: Any) -> None:
     client, served, staff = world
-    r = launch(client, served, role="http://purl.imsglobal.org/vocab/lis/v2/membership%23Instructor", sub="t1")
-    assert r.status_code == 200 and "data-role='instructor'" in r.text
+    r = launch(client, served, role=INSTRUCTOR, sub="t1")
+    assert r.status_code == 303 and r.headers["location"].startswith("/signin?next=%2Flti%2Fstaff-link"), r.headers
+    assert client.get("/staff/c/cs249/m11", follow_redirects=False).status_code == 303  # no staff session yet
+    assert client.get("/api/courses/cs249/students", headers=staff).json() == []  # and no student either
+    next_url = unquote(r.headers["location"].split("next=", 1)[1])
+    signed = staff_sign_in(client, staff["Authorization"].split()[1], next_url)
+    assert signed.headers["location"] == next_url
+    linked = client.get(next_url, follow_redirects=False)
+    assert (linked.status_code, linked.headers["location"]) == (303, "/staff/c/cs249/m11")
+    client.cookies.clear()  # a new browser: the next launch signs the instructor in directly
+    again = launch(client, served, role=INSTRUCTOR, sub="t1")
+    assert (again.status_code, again.headers["location"]) == (303, "/staff/c/cs249/m11")
+    assert client.get("/staff/c/cs249/m11").status_code == 200
+    client.cookies.clear()
+    other = launch(client, served, role=INSTRUCTOR, sub="t2")  # another instructor: not linked
+    assert other.headers["location"].startswith("/signin")
+
+
+@pytest.mark.parametrize("custom, reason", [
+    ({"grader_link": "cs249/m11.0123456789abcdef0123456789abcdef"}, "not one this grader issued"),
+    ({"course": "cs249", "assignment": "m11"}, "not linked to a grader course yet"),
+    ({}, "not linked to a grader course yet"),
+])
+def test_a_link_the_grader_did_not_sign_cannot_attach_an_lms_course(world: Any, custom: dict[str, str],
+                                                                     reason: str) -> None:
+    client, served, staff = world
+    served.lms.custom = custom
+    r = launch(client, served)
+    assert r.status_code == 400 and reason in unescape(r.text), r.text
     assert client.get("/api/courses/cs249/students", headers=staff).json() == []
+
+
+def test_one_lms_course_grades_into_one_grader_course(world: Any) -> None:
+    client, served, staff = world
+    assert launch(client, served).status_code == 303
+    assert client.post("/api/courses", json={"slug": "other", "title": "Other"}, headers=staff).status_code == 201
+    assert client.post("/api/courses/other/assignments", headers=staff, json={"slug": "m11"}).status_code == 201
+    served.lms.custom = {"grader_link": client.get("/lti/courses/other/assignments/m11/link", headers=staff
+                                                   ).json()["value"]}
+    r = launch(client, served, link="link-2")
+    assert r.status_code == 400 and "linked to grader course 'cs249'" in unescape(r.text), r.text
 
 
 def claims_of(token: str) -> dict[str, Any]:
@@ -104,7 +173,7 @@ def test_a_tampered_token_signed_by_the_platform_is_still_rejected(world: Any, c
     data, _ = login(client, served)
     token = served.sign(claims_of(data["id_token"]) | change)
     r = client.post("/lti/launch", data={"id_token": token, "state": data["state"]})
-    assert r.status_code == 400 and reason in r.text, r.text
+    assert r.status_code == 400 and reason in unescape(r.text), r.text
     assert any(reason in e["detail"] for e in client.get("/lti/events", headers=staff).json())
 
 
@@ -113,25 +182,26 @@ def test_forged_signature_wrong_issuer_and_expired_library_token_are_rejected(wo
     data, _ = login(client, served)
     forged = served.sign(claims_of(data["id_token"]), key=rsa_pem()[0])
     r = client.post("/lti/launch", data={"id_token": forged, "state": data["state"]})
-    assert r.status_code == 400 and "signature" in r.text
+    assert r.status_code == 400 and "signature" in unescape(r.text)
     data, _ = login(client, served)
     r = client.post("/lti/launch", data={"id_token": served.sign(claims_of(data["id_token"]) | {"iss": "https://evil"}),
                                          "state": data["state"]})
-    assert r.status_code == 400 and "issuer" in r.text
+    assert r.status_code == 400 and "issuer" in unescape(r.text)
     r = launch(client, served, expired="1")  # the platform library's own expiry setting
-    assert r.status_code == 400 and "expired" in r.text
+    assert r.status_code == 400 and "expired" in unescape(r.text)
 
 
 def test_a_replayed_launch_is_rejected(world: Any) -> None:
     client, served, _ = world
     data, _ = login(client, served)
-    assert client.post("/lti/launch", data={"id_token": data["id_token"], "state": data["state"]}).status_code == 200
+    assert client.post("/lti/launch", data={"id_token": data["id_token"], "state": data["state"]},
+                       follow_redirects=False).status_code == 303
     client.cookies.set("grader_lti_state", data["state"])  # the same browser posts the same launch again
     again = client.post("/lti/launch", data={"id_token": data["id_token"], "state": data["state"]})
-    assert again.status_code == 400 and ("already used" in again.text or "used before" in again.text)
+    assert again.status_code == 400 and ("already used" in unescape(again.text) or "used before" in unescape(again.text))
     _fresh, state2 = login(client, served)  # a fresh login, but the old token: its nonce is refused
     r = client.post("/lti/launch", data={"id_token": data["id_token"], "state": state2})
-    assert r.status_code == 400 and "nonce" in r.text
+    assert r.status_code == 400 and "nonce" in unescape(r.text)
 
 
 def grade(client: TestClient, score: float, sub_id: str | None = None) -> str:
@@ -171,7 +241,7 @@ def deliver(client: TestClient) -> int:
 
 def test_score_passback_posts_the_score_media_type_and_fields(world: Any) -> None:
     client, served, _ = world
-    assert launch(client, served, lineitem="item-a").status_code == 200
+    assert launch(client, served, lineitem="item-a").status_code == 303
     grade(client, 87.5)
     assert deliver(client) == 1
     [score] = served.lms.scores
@@ -186,7 +256,7 @@ def test_score_passback_posts_the_score_media_type_and_fields(world: Any) -> Non
 
 def test_a_launch_without_line_item_creates_one(world: Any) -> None:
     client, served, _ = world
-    assert launch(client, served).status_code == 200
+    assert launch(client, served).status_code == 303
     grade(client, 50.0)
     assert deliver(client) == 1
     [(item_id, item)] = served.lms.lineitems.items()
@@ -196,7 +266,7 @@ def test_a_launch_without_line_item_creates_one(world: Any) -> None:
 
 def test_passback_failure_is_visible_retried_and_delivered_once_the_platform_is_back(world: Any) -> None:
     client, served, staff = world
-    assert launch(client, served, lineitem="item-a").status_code == 200
+    assert launch(client, served, lineitem="item-a").status_code == 303
     grade(client, 70.0)
     served.lms.down = True
     assert deliver(client) == 0
@@ -214,7 +284,7 @@ def test_passback_failure_is_visible_retried_and_delivered_once_the_platform_is_
 
 def test_a_regrade_sends_the_new_score_with_a_later_timestamp(world: Any) -> None:
     client, served, _ = world
-    assert launch(client, served, lineitem="item-a").status_code == 200
+    assert launch(client, served, lineitem="item-a").status_code == 303
     sub = grade(client, 60.0)
     assert deliver(client) == 1
     grade(client, 95.0, sub_id=sub)
@@ -230,14 +300,14 @@ def test_the_tool_publishes_its_keys_and_rotation_keeps_the_previous_one(world: 
     new = client.post("/lti/keys/rotate", headers=staff).json()["kid"]
     after = {k["kid"] for k in client.get("/lti/jwks").json()["keys"]}
     assert after == before | {new}
-    assert launch(client, served, lineitem="item-a").status_code == 200
+    assert launch(client, served, lineitem="item-a").status_code == 303
     grade(client, 80.0)
     assert deliver(client) == 1  # the platform verified an assertion signed with the new key
 
 
 def test_names_and_roles_import_the_roster(world: Any) -> None:
     client, served, staff = world
-    assert launch(client, served).status_code == 200
+    assert launch(client, served).status_code == 303
     served.lms.members = [
         {"user_id": "u2", "roles": ["http://purl.imsglobal.org/vocab/lis/v2/membership#Learner"], "name": "Bob",
          "email": "bob@example.edu", "status": "Active"},
@@ -248,3 +318,174 @@ def test_names_and_roles_import_the_roster(world: Any) -> None:
     assert r.json() == {"students": 1, "instructors": 1, "inactive": 1}, r.text
     ids = [s["student_id"] for s in client.get("/api/courses/cs249/students", headers=staff).json()]
     assert ids == ["alice@example.edu", "bob@example.edu"]
+
+
+def test_only_the_latest_submissions_effective_score_is_sent_overrides_included(world: Any) -> None:
+    client, served, staff = world
+    assert launch(client, served, lineitem="item-a").status_code == 303
+    old = grade(client, 40.0)
+    new = grade(client, 75.0)  # a later submission: the one that counts
+    assert deliver(client) == 1
+    assert [s["scoreGiven"] for s in served.lms.scores] == [75.0]
+    db = client.app.state.db
+    db.run(lambda s: ops.add_override(s, s.get_one(Submission, new), 90.0, "graded by hand", "staff"))
+    assert deliver(client) == 1
+    db.run(lambda s: ops.add_override(s, s.get_one(Submission, old), 100.0, "an older upload", "staff"))
+    assert deliver(client) == 0
+    scores = served.lms.scores
+    assert [s["scoreGiven"] for s in scores] == [75.0, 90.0] and scores[1]["timestamp"] > scores[0]["timestamp"]
+    states = sorted(p["state"] for p in client.get("/lti/passbacks", headers=staff).json())
+    assert states == ["sent", "sent", "superseded", "superseded"]
+
+
+def test_deep_linking_places_an_assignment_that_students_then_launch(world: Any) -> None:
+    client, served, staff = world
+    served.lms.custom = {}
+    data, _ = login(client, served, dl="1", role=INSTRUCTOR, sub="t1")
+    r = client.post("/lti/launch", data={"id_token": data["id_token"], "state": data["state"]}, follow_redirects=False)
+    assert r.status_code == 303 and r.headers["location"].startswith("/signin"), r.text
+    next_url = unquote(r.headers["location"].split("next=", 1)[1])
+    staff_sign_in(client, staff["Authorization"].split()[1], next_url)
+    assert client.get(next_url, follow_redirects=False).headers["location"] == "/lti/deep-link"
+    page = client.get("/lti/deep-link")
+    assert page.status_code == 200 and 'value="cs249/m11"' in page.text, page.text
+    csrf = re.search(r'name="csrf" value="([^"]+)"', page.text)
+    assert csrf
+    answer = client.post("/lti/deep-link", data={"csrf": csrf.group(1), "assignment": "cs249/m11"})
+    action = re.search(r'action="([^"]+)" data-autosubmit', answer.text)
+    token = re.search(r'name="JWT" value="([^"]+)"', answer.text)
+    assert action and token and action.group(1) == f"{served.lms.url}/deep-link-return", answer.text
+    assert f"form-action 'self' {served.lms.url}" in answer.headers["content-security-policy"]
+    got = httpx2.post(action.group(1), data={"JWT": unescape(token.group(1))}).json()
+    assert got == {"received": 1, "data": {"opaque": "x1"}}
+    [item] = served.lms.deep_links
+    assert item["type"] == "ltiResourceLink" and item["url"] == "https://testserver/lti/launch"
+    assert item["custom"]["grader_link"].startswith("cs249/m11.") and item["lineItem"]["scoreMaximum"] > 0
+    client.cookies.clear()  # a learner opens the new link
+    served.lms.custom = item["custom"]
+    r = launch(client, served, link="link-from-deep-linking")
+    assert (r.status_code, r.headers["location"]) == (303, "/c/cs249/m11"), r.text
+
+
+def test_a_learner_cannot_deep_link(world: Any) -> None:
+    client, served, _ = world
+    data, _ = login(client, served, dl="1")
+    r = client.post("/lti/launch", data={"id_token": data["id_token"], "state": data["state"]}, follow_redirects=False)
+    assert r.status_code == 400 and "only instructors" in unescape(r.text)
+
+
+def opening(invite: str, config: str, token: str) -> str:
+    """The invitation URL as the LMS opens it: with its configuration URL and registration token."""
+    return invite.removeprefix("https://testserver") + "&" + urlencode({"openid_configuration": config,
+                                                                        "registration_token": token})
+
+
+def test_dynamic_registration_with_a_staff_invitation_then_a_launch(unregistered: Any) -> None:
+    client, served, staff = unregistered
+    r = client.get("/lti/login", params={"iss": served.lms.url, "login_hint": "u1", "client_id": CLIENT_ID})
+    assert r.status_code == 400 and "no platform is registered" in unescape(r.text)
+    invite = client.post("/lti/registrations", headers=staff).json()["url"]
+    assert invite.startswith("https://testserver/lti/register?invite=")
+    config = f"{served.lms.url}/.well-known/openid-configuration"
+    opened = client.get(opening(invite, config, "reg-token-1"))
+    assert opened.status_code == 200 and "registered with test-lms" in opened.text, opened.text
+    assert f"frame-ancestors {served.lms.url}" in opened.headers["content-security-policy"]
+    assert "x-frame-options" not in opened.headers
+    [sent] = served.lms.registrations
+    tool = sent["https://purl.imsglobal.org/spec/lti-tool-configuration"]
+    assert sent["initiate_login_uri"] == "https://testserver/lti/login" and sent["jwks_uri"] == "https://testserver/lti/jwks"
+    assert sent["redirect_uris"] == ["https://testserver/lti/launch"] and tool["domain"] == "testserver"
+    assert "https://purl.imsglobal.org/spec/lti-ags/scope/score" in sent["scope"].split()
+    assert launch(client, served, lineitem="item-a").status_code == 303  # the new platform launches
+    grade(client, 55.0)
+    assert deliver(client) == 1 and served.lms.scores[0]["scoreGiven"] == 55.0
+    again = client.get(opening(invite, config, "reg-token-1"))
+    assert again.status_code == 400 and "used already" in unescape(again.text)
+
+
+@pytest.mark.parametrize("invite, config, reason", [
+    ("forged.0123", "{lms}/.well-known/openid-configuration", "not valid or has expired"),
+    (None, "http://127.0.0.1:1/.well-known/openid-configuration", "could not be reached"),
+    (None, "{lms}/.well-known/openid-configuration?x=1", "registered"),
+])
+def test_dynamic_registration_refuses_what_it_cannot_trust(unregistered: Any, invite: str | None, config: str,
+                                                           reason: str) -> None:
+    client, served, staff = unregistered
+    url = client.post("/lti/registrations", headers=staff).json()["url"]
+    if invite is not None:
+        url = "/lti/register?" + urlencode({"invite": invite})
+    r = client.get(opening(url, config.format(lms=served.lms.url), "wrong-token" if "x=1" in config else "reg-token-1"))
+    if reason == "registered":  # the platform refused our registration token: nothing is stored
+        assert r.status_code == 400 and "answered 401" in unescape(r.text)
+    else:
+        assert r.status_code == 400 and reason in unescape(r.text), r.text
+    assert served.lms.registrations == []
+
+
+def test_the_staff_dashboard_shows_scores_the_lms_has_not_taken_and_sends_them_again(world: Any) -> None:
+    client, served, staff = world
+    assert launch(client, served, lineitem="item-a").status_code == 303
+    grade(client, 64.0)
+    served.lms.down = True
+    assert deliver(client) == 0
+    client.cookies.clear()
+    staff_sign_in(client, staff["Authorization"].split()[1], "/staff")
+    page = client.get("/staff/c/cs249/m11")
+    text = unescape(re.sub(r"<[^>]+>", " ", page.text))
+    assert "LMS gradebook" in text and "0 sent" in text and "1 failed" in text, text
+    assert "alice@example.edu" in text and "503" in text
+    csrf = re.search(r'action="/lti/passbacks/retry-now" class="inline"><input type="hidden" name="csrf" value="([^"]+)"',
+                     page.text)
+    assert csrf, page.text
+    served.lms.down = False
+    r = client.post("/lti/passbacks/retry-now", data={"csrf": csrf.group(1), "back": "/staff/c/cs249/m11"},
+                    follow_redirects=False)
+    assert (r.status_code, r.headers["location"]) == (303, "/staff/c/cs249/m11")
+    assert [s["scoreGiven"] for s in served.lms.scores] == [64.0]
+    text = unescape(re.sub(r"<[^>]+>", " ", client.get("/staff/c/cs249/m11").text))
+    assert "1 sent" in text and "0 failed" in text
+    forged = client.post("/lti/passbacks/retry-now", data={"csrf": "nope"}, follow_redirects=False)
+    assert forged.status_code == 403
+
+
+def test_a_score_is_held_until_the_policy_releases_the_total_then_sent(world: Any) -> None:
+    client, served, staff = world
+    later = (utcnow() + timedelta(days=2)).isoformat()
+    r = client.patch("/api/courses/cs249/assignments/m11", headers=staff,
+                     json={"due_at": later, "policy": {"total": "after_due_date"}})
+    assert r.status_code == 200, r.text
+    assert launch(client, served, lineitem="item-a").status_code == 303
+    grade(client, 81.0)
+    assert deliver(client) == 0 and served.lms.scores == []
+    [held] = client.get("/lti/passbacks", headers=staff).json()
+    assert held["state"] == "held" and "not released" in held["last_error"]
+    earlier = (utcnow() - timedelta(minutes=1)).isoformat()
+    assert client.patch("/api/courses/cs249/assignments/m11", headers=staff, json={"due_at": earlier}).status_code == 200
+    assert deliver(client) == 1 and [s["scoreGiven"] for s in served.lms.scores] == [81.0]
+
+
+def test_a_launch_still_verifies_after_the_platform_rotates_its_key(world: Any) -> None:
+    client, served, _ = world
+    assert launch(client, served).status_code == 303  # the tool has the platform's keyset cached now
+    private, public = rsa_pem()
+    served.conf.get_registration().set_platform_private_key(private).set_platform_public_key(public)
+    client.cookies.clear()
+    time.sleep(JWKS_REFETCH_COOLDOWN_S + 0.1)  # the tool refetches at most once per cooldown
+    r = launch(client, served)  # signed with a key id the tool has not seen: it fetches the keyset again
+    assert r.status_code == 303, unescape(r.text)
+
+
+def test_a_score_that_arrived_although_its_answer_was_lost_is_not_sent_forever(world: Any) -> None:
+    client, served, staff = world
+    assert launch(client, served, lineitem="item-a").status_code == 303
+    grade(client, 72.0)
+    served.lms.lose_answers = True
+    assert deliver(client) == 0  # the LMS took it; the tool saw a 503
+    served.lms.lose_answers = False
+    time.sleep(0.05)
+    assert deliver(client) == 0  # the resend is refused as old (409): it had arrived
+    [pb] = client.get("/lti/passbacks", headers=staff).json()
+    assert pb["state"] == "sent" and "had this score already" in pb["last_error"] and pb["attempts"] == 2
+    assert [s["scoreGiven"] for s in served.lms.scores] == [72.0]
+    time.sleep(0.05)
+    assert deliver(client) == 0 and client.get("/lti/passbacks", params={"state": "failed"}, headers=staff).json() == []

@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import partial
-from typing import Any
+from typing import Any, cast
 
 import httpx2
 import jwt
@@ -22,12 +22,13 @@ from sqlalchemy.orm import Session
 
 from ...errors import PassbackError
 from ..database import Database
-from ..ops import policy_of, released
-from ..tables import Assignment, Grading, Submission, utcnow
+from ..ops import effective, history, policy_of, released
+from ..tables import Assignment, Grading, Override, Student, Submission, utcnow
 from .config import LtiConfig, Platform
 from .keys import signing_key
 from .launch import record
-from .models import LtiContext, LtiLink, LtiPassback, LtiUser
+from .models import PASSBACK_STATES, LtiContext, LtiLink, LtiPassback, LtiUser
+from .registration import find_platform
 
 log = logging.getLogger("grader.service.lti")
 SCORE_TYPE = "application/vnd.ims.lis.v1.score+json"
@@ -86,24 +87,71 @@ def client_assertion(session: Session, platform: Platform) -> str:
 
 
 def enqueue_passbacks(session: Session) -> int:
-    """A row for each grading (status graded) of an LMS-launched student without one yet."""
-    rows = session.execute(
-        select(Grading, Submission, LtiLink, LtiUser)
-        .join(Submission, Submission.id == Grading.submission_id)
-        .join(LtiUser, LtiUser.student_pk == Submission.student_pk)
-        .join(LtiLink, (LtiLink.assignment_id == Submission.assignment_id) & (LtiLink.context_pk == LtiUser.context_pk))
-        .outerjoin(LtiPassback, (LtiPassback.grading_id == Grading.id) & (LtiPassback.link_pk == LtiLink.id)
-                   & (LtiPassback.user_pk == LtiUser.id))
-        .where(Grading.status == "graded", LtiPassback.id.is_(None)).order_by(Grading.finished_at)).all()
-    for grading, _sub, link, user in rows:
+    """A row for each new score of an LMS-launched student: a grading (status graded) or a staff
+    override. Only the score that counts is sent: the effective score (newest of the latest grading
+    and the latest override) of the student's latest submission; others become ``superseded``."""
+    made = 0
+    for source, sub, link, user in _new_scores(session):
+        grading_id = source.id if isinstance(source, Grading) else None
+        override_id = source.id if isinstance(source, Override) else None
+        score, maximum = _score_of(session, sub, source)
+        counts = score is not None and _latest_submission(session, sub) == sub.id
         last = session.scalar(select(func.max(LtiPassback.timestamp)).where(LtiPassback.link_pk == link.id,
                                                                             LtiPassback.user_pk == user.id))
-        stamp = grading.finished_at if last is None else max(grading.finished_at, last + timedelta(milliseconds=1))
-        session.add(LtiPassback(grading_id=grading.id, link_pk=link.id, user_pk=user.id, state="pending",
-                                score_given=grading.score, score_maximum=grading.max_score, timestamp=stamp,
-                                next_attempt_at=utcnow()))
+        at = _at(source)
+        stamp = at if last is None else max(at, last + timedelta(milliseconds=1))
+        session.add(LtiPassback(grading_id=grading_id, override_id=override_id, link_pk=link.id, user_pk=user.id,
+                                state="pending" if counts else "superseded", score_given=score,
+                                score_maximum=maximum, timestamp=stamp, next_attempt_at=utcnow(),
+                                last_error="" if counts else "not the score that counts (a later submission, "
+                                                             "grading or override replaced it)"))
+        made += counts
     session.flush()
-    return len(rows)
+    return made
+
+
+def _new_scores(session: Session) -> list[tuple[Grading | Override, Submission, LtiLink, LtiUser]]:
+    """Gradings and overrides of LMS-launched students that have no passback row yet, oldest first."""
+    found: list[tuple[Grading | Override, Submission, LtiLink, LtiUser, datetime]] = []
+    for model, column, when in ((Grading, LtiPassback.grading_id, Grading.finished_at),
+                                (Override, LtiPassback.override_id, Override.created_at)):
+        query = (select(model, Submission, LtiLink, LtiUser)
+                 .join(Submission, Submission.id == model.submission_id)
+                 .join(LtiUser, LtiUser.student_pk == Submission.student_pk)
+                 .join(LtiLink, (LtiLink.assignment_id == Submission.assignment_id)
+                       & (LtiLink.context_pk == LtiUser.context_pk))
+                 .outerjoin(LtiPassback, (column == model.id) & (LtiPassback.link_pk == LtiLink.id)
+                            & (LtiPassback.user_pk == LtiUser.id))
+                 .where(LtiPassback.id.is_(None)).order_by(when))
+        if model is Grading:
+            query = query.where(Grading.status == "graded")
+        for src, sub, link, user in session.execute(query).all():
+            source = cast(Grading | Override, src)
+            found.append((source, sub, link, user, _at(source)))
+    found.sort(key=lambda row: row[4])
+    return [(src, sub, link, user) for src, sub, link, user, _at in found]
+
+
+def _at(source: Grading | Override) -> datetime:
+    return source.finished_at if isinstance(source, Grading) else source.created_at
+
+
+def _score_of(session: Session, sub: Submission, source: Grading | Override) -> tuple[float | None, float | None]:
+    """(scoreGiven, scoreMaximum) if ``source`` is the submission's effective score now, else (None, max)."""
+    gradings, overrides = history(session, sub)
+    newest = [g for g in gradings if g.status == "graded"]
+    maximum = newest[-1].max_score if newest else None
+    score, origin = effective(newest, overrides)
+    current = overrides[-1] if origin == "override" else newest[-1] if origin == "grading" else None
+    if current is None or type(current) is not type(source) or current.id != source.id:
+        return None, maximum
+    return score, maximum
+
+
+def _latest_submission(session: Session, sub: Submission) -> str | None:
+    return session.scalar(select(Submission.id).where(Submission.assignment_id == sub.assignment_id,
+                                                      Submission.student_pk == sub.student_pk)
+                          .order_by(Submission.submitted_at.desc(), Submission.created_at.desc()).limit(1))
 
 
 @dataclass(frozen=True)
@@ -121,24 +169,27 @@ class Due:
 def _due(session: Session, config: LtiConfig, now: datetime) -> list[Due]:
     due: list[Due] = []
     rows = session.execute(
-        select(LtiPassback, LtiLink, LtiUser, LtiContext, Grading, Submission, Assignment)
+        select(LtiPassback, LtiLink, LtiUser, LtiContext, Submission, Assignment)
         .join(LtiLink, LtiLink.id == LtiPassback.link_pk).join(LtiUser, LtiUser.id == LtiPassback.user_pk)
-        .join(LtiContext, LtiContext.id == LtiLink.context_pk).join(Grading, Grading.id == LtiPassback.grading_id)
-        .join(Submission, Submission.id == Grading.submission_id).join(Assignment, Assignment.id == Submission.assignment_id)
+        .join(LtiContext, LtiContext.id == LtiLink.context_pk)
+        .outerjoin(Grading, Grading.id == LtiPassback.grading_id)
+        .outerjoin(Override, Override.id == LtiPassback.override_id)
+        .join(Submission, Submission.id == func.coalesce(Grading.submission_id, Override.submission_id))
+        .join(Assignment, Assignment.id == Submission.assignment_id)
         .where(LtiPassback.state.in_(("pending", "held", "failed")), LtiPassback.next_attempt_at <= now)
         .order_by(LtiPassback.timestamp)).all()
-    for pb, link, user, ctx, _grading, sub, assignment in rows:
+    for pb, link, user, ctx, sub, assignment in rows:
         newer = session.scalar(select(LtiPassback.id).where(LtiPassback.link_pk == pb.link_pk,
                                                             LtiPassback.user_pk == pb.user_pk,
                                                             LtiPassback.timestamp > pb.timestamp,
                                                             LtiPassback.state == "sent"))
         if newer is not None:  # a later score is in the gradebook already: this one would be refused as older
-            pb.state, pb.last_error = "sent", "superseded by a later score"
+            pb.state, pb.last_error = "superseded", "a later score was sent first"
             continue
         if not released(policy_of(assignment).total, assignment, now):
             pb.state, pb.last_error = "held", "the total is not released to students yet (assignment policy)"
             continue
-        platform = config.platform(ctx.issuer, ctx.client_id)
+        platform = find_platform(session, config, ctx.issuer, ctx.client_id)
         if platform is None:
             pb.state, pb.last_error = "failed", f"platform {ctx.issuer!r} is no longer registered"
             continue
@@ -173,13 +224,21 @@ def _lineitem(db: Database, item: Due, tokens: Tokens, http: httpx2.Client) -> s
     return url
 
 
+class _HasIt(Exception):
+    """409: the LMS holds a score for this student and line item with this timestamp or a later one
+    (an earlier try of ours that did arrive, or a grade entered in the LMS): sending again cannot help."""
+
+
 def _send(db: Database, item: Due, tokens: Tokens, http: httpx2.Client) -> None:
     lineitem = _lineitem(db, item, tokens, http)
     token = tokens.get(db, item.platform, [SCOPE_LINEITEM, SCOPE_SCORE], http)
     r = http.post(scores_url(lineitem), json=item.body,
                   headers={"Authorization": f"Bearer {token}", "Content-Type": SCORE_TYPE})
+    if r.status_code == 409:
+        raise _HasIt()
     if r.status_code not in (200, 201, 202, 204):
         raise PassbackError(f"the platform answered {r.status_code}: {r.text[:200]}")
+
 
 
 def deliver_due(db: Database, config: LtiConfig, tokens: Tokens, http: httpx2.Client | None = None) -> int:
@@ -192,6 +251,9 @@ def deliver_due(db: Database, config: LtiConfig, tokens: Tokens, http: httpx2.Cl
         for item in items:
             try:
                 _send(db, item, tokens, client)
+            except _HasIt:
+                db.run(partial(_had_it, item=item))
+                continue
             except (PassbackError, httpx2.HTTPError, KeyError, ValueError) as e:
                 db.run(partial(_failed, config=config, item=item, error=e))
                 continue
@@ -206,6 +268,17 @@ def deliver_due(db: Database, config: LtiConfig, tokens: Tokens, http: httpx2.Cl
 def _sent(session: Session, item: Due) -> None:
     pb = session.get_one(LtiPassback, item.passback_id)
     pb.state, pb.sent_at, pb.attempts, pb.last_error = "sent", utcnow(), pb.attempts + 1, ""
+
+
+def _had_it(session: Session, item: Due) -> None:
+    pb = session.get_one(LtiPassback, item.passback_id)
+    pb.attempts += 1
+    if pb.attempts > 1:  # a try that failed on our side had arrived: the idempotent resend is refused
+        pb.state, pb.sent_at, pb.last_error = "sent", utcnow(), "the LMS had this score already (an earlier try arrived)"
+    else:
+        pb.state, pb.last_error = "superseded", "the LMS holds a newer score for this student (entered in the LMS?)"
+        record(session, "passback_refused", item.platform.issuer,
+               f"passback {pb.id}: the LMS answered 409, it has a score with this or a later timestamp")
 
 
 def _failed(session: Session, config: LtiConfig, item: Due, error: Exception) -> None:
@@ -240,3 +313,26 @@ class PassbackLoop:
         self._stop.set()
         if self._thread.is_alive():
             self._thread.join(timeout=10)
+
+
+# ---- what staff see ------------------------------------------------------------------------------
+
+
+def passback_panel(session: Session, assignment_id: int) -> dict[str, Any] | None:
+    """The LMS gradebook side of one assignment for its staff dashboard: passbacks by state, and
+    every one not delivered yet (who, what, how many tries, the last error, the next try); None
+    when no LMS link points at the assignment."""
+    links = list(session.scalars(select(LtiLink.id).where(LtiLink.assignment_id == assignment_id)))
+    if not links:
+        return None
+    counts = dict(session.execute(select(LtiPassback.state, func.count()).where(LtiPassback.link_pk.in_(links))
+                                  .group_by(LtiPassback.state)).all())
+    waiting = session.execute(
+        select(LtiPassback, LtiUser, Student).join(LtiUser, LtiUser.id == LtiPassback.user_pk)
+        .outerjoin(Student, Student.id == LtiUser.student_pk)
+        .where(LtiPassback.link_pk.in_(links), LtiPassback.state.in_(("pending", "held", "failed")))
+        .order_by(LtiPassback.state, LtiPassback.next_attempt_at).limit(200)).all()
+    return {"links": len(links), "counts": {state: int(counts.get(state, 0)) for state in PASSBACK_STATES},
+            "waiting": [{"student": st.student_id if st else user.name or user.sub, "state": pb.state,
+                         "score": pb.score_given, "of": pb.score_maximum, "attempts": pb.attempts,
+                         "error": pb.last_error, "next": pb.next_attempt_at} for pb, user, st in waiting]}

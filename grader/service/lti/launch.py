@@ -1,7 +1,10 @@
 """OIDC third-party login initiation and the LTI 1.3 launch: the platform's id_token is verified
 against its JWKS (PyJWT's cached JWKS client refetches on an unknown key id: key rotation), and
 state, nonce (single use), audience, authorized party, expiry, issuer, deployment id, message
-type and version are checked. The launch then maps the LMS user and context to the grader's."""
+type and version are checked. A resource-link launch then maps the LMS user and context to the
+grader's: the link's signed ``grader_link`` custom parameter names the course and assignment the
+first time; a learner becomes (or is matched to) a student. A deep-linking launch is an
+instructor placing the tool in an LMS course; ``deep_link_request`` keeps what its answer needs."""
 
 from __future__ import annotations
 
@@ -22,15 +25,21 @@ from ...errors import LaunchRejected
 from ..ops import new_token, token_hash
 from ..tables import Assignment, Course, Student, utcnow
 from .config import LtiConfig, Platform
+from .links import LINK_PARAM, read_link
 from .models import LtiContext, LtiEvent, LtiLink, LtiLogin, LtiNonce, LtiUser
+from .registration import find_platform
 
 log = logging.getLogger("grader.service.lti")
 CLAIM = "https://purl.imsglobal.org/spec/lti/claim/"
 AGS_CLAIM = "https://purl.imsglobal.org/spec/lti-ags/claim/endpoint"
 NRPS_CLAIM = "https://purl.imsglobal.org/spec/lti-nrps/claim/namesroleservice"
+DL_CLAIM = "https://purl.imsglobal.org/spec/lti-dl/claim/"
 STAFF_ROLES = ("#Instructor", "#Administrator", "#ContentDeveloper", "#TeachingAssistant", "Instructor#")
+RESOURCE_LINK, DEEP_LINKING = "LtiResourceLinkRequest", "LtiDeepLinkingRequest"
 LOGIN_TTL = timedelta(minutes=10)
+NONCE_KEPT = timedelta(days=1)
 LEEWAY_S = 30
+JWKS_REFETCH_COOLDOWN_S = 2.0
 
 
 @dataclass(frozen=True)
@@ -40,6 +49,8 @@ class Launch:
     course: str
     assignment: str
     user_pk: int
+    student_pk: int | None  # the student signed in, for a learner
+    staff_pk: int | None  # the staff account an instructor linked before, if any
 
 
 # ---- login initiation --------------------------------------------------------------------------
@@ -48,7 +59,7 @@ class Launch:
 def login_redirect(session: Session, config: LtiConfig, params: dict[str, str]) -> tuple[str, str]:
     """The platform's authorization URL to redirect to, and the state (also set as a cookie)."""
     issuer, hint = params.get("iss", ""), params.get("login_hint", "")
-    platform = config.platform(issuer, params.get("client_id") or None)
+    platform = find_platform(session, config, issuer, params.get("client_id") or None)
     if platform is None:
         raise LaunchRejected(f"no platform is registered with issuer {issuer!r}"
                              + (f" and client id {params['client_id']!r}" if params.get("client_id") else ""))
@@ -56,6 +67,9 @@ def login_redirect(session: Session, config: LtiConfig, params: dict[str, str]) 
         raise LaunchRejected("the login request has no login_hint")
     state, nonce = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
     session.execute(delete(LtiLogin).where(LtiLogin.created_at < utcnow() - LOGIN_TTL))
+    # A launch needs an unused login whose nonce its token carries, so a nonce cannot be replayed
+    # once its login is gone; a day of them is kept for staff to see.
+    session.execute(delete(LtiNonce).where(LtiNonce.seen_at < utcnow() - NONCE_KEPT))
     session.add(LtiLogin(state=state, nonce=nonce, issuer=issuer, client_id=platform.client_id))
     query = {"scope": "openid", "response_type": "id_token", "response_mode": "form_post", "prompt": "none",
              "client_id": platform.client_id, "redirect_uri": config.launch_url, "login_hint": hint,
@@ -73,10 +87,13 @@ _jwks_lock = threading.Lock()
 
 
 def jwks_client(url: str) -> jwt.PyJWKClient:
-    """One cached client per JWKS URL: keys are kept 5 minutes, and an unknown kid refetches."""
+    """One cached client per JWKS URL: keys are kept 5 minutes, and an unknown kid refetches (a
+    platform's key rotation), at most once per cooldown (tokens with made-up kids cannot make the
+    tool flood the platform)."""
     with _jwks_lock:
         if url not in _jwks_clients:
-            _jwks_clients[url] = jwt.PyJWKClient(url, cache_keys=True, lifespan=300, timeout=10)
+            _jwks_clients[url] = jwt.PyJWKClient(url, cache_keys=True, lifespan=300, timeout=10,
+                                                 cooldown_duration=JWKS_REFETCH_COOLDOWN_S)
         return _jwks_clients[url]
 
 
@@ -97,7 +114,7 @@ def verify_id_token(session: Session, config: LtiConfig, id_token: str, state: s
         raise LaunchRejected(f"the id_token is not a JWT ({e})") from None
     if unverified.get("iss") != login.issuer:
         raise LaunchRejected(f"wrong issuer {unverified.get('iss')!r}: the login was started by {login.issuer!r}")
-    platform = config.platform(login.issuer, login.client_id)
+    platform = find_platform(session, config, login.issuer, login.client_id)
     if platform is None:
         raise LaunchRejected(f"the platform {login.issuer!r} is no longer registered")
     try:
@@ -128,7 +145,7 @@ def verify_id_token(session: Session, config: LtiConfig, id_token: str, state: s
     deployment = claims.get(CLAIM + "deployment_id")
     if deployment not in platform.deployment_ids:
         raise LaunchRejected(f"deployment id {deployment!r} is not registered for {platform.issuer!r}")
-    if claims.get(CLAIM + "message_type") != "LtiResourceLinkRequest":
+    if claims.get(CLAIM + "message_type") not in (RESOURCE_LINK, DEEP_LINKING):
         raise LaunchRejected(f"unsupported message type {claims.get(CLAIM + 'message_type')!r}")
     if claims.get(CLAIM + "version") != "1.3.0":
         raise LaunchRejected(f"unsupported LTI version {claims.get(CLAIM + 'version')!r}")
@@ -139,16 +156,20 @@ def is_staff(roles: list[str]) -> bool:
     return any(r.endswith(suffix) or suffix in r for r in roles for suffix in STAFF_ROLES)
 
 
-def map_launch(session: Session, platform: Platform, claims: dict[str, Any]) -> Launch:
-    """The course, assignment and student (or instructor) of a verified launch."""
+def message_type(claims: dict[str, Any]) -> str:
+    return str(claims.get(CLAIM + "message_type", ""))
+
+
+def map_launch(session: Session, secret: bytes, platform: Platform, claims: dict[str, Any]) -> Launch:
+    """The course, assignment and student (or instructor) of a verified resource-link launch."""
     context = claims.get(CLAIM + "context") or {}
     link = claims.get(CLAIM + "resource_link") or {}
     custom = claims.get(CLAIM + "custom") or {}
     if not context.get("id") or not link.get("id"):
         raise LaunchRejected("the launch has no context or resource link")
-    ctx = _context(session, platform, claims, context["id"], custom.get("course", ""))
-    lti_link = _link(session, ctx, link["id"], custom.get("assignment", ""),
-                     (claims.get(AGS_CLAIM) or {}).get("lineitem", ""))
+    named = _named(secret, custom)
+    ctx = context_for(session, platform, claims, named[0] if named else None)
+    lti_link = _link(session, ctx, link["id"], named, (claims.get(AGS_CLAIM) or {}).get("lineitem", ""))
     course = session.get_one(Course, ctx.course_id)
     assignment = session.get_one(Assignment, lti_link.assignment_id)
     role = "instructor" if is_staff(claims.get(CLAIM + "roles") or []) else "student"
@@ -157,23 +178,47 @@ def map_launch(session: Session, platform: Platform, claims: dict[str, Any]) -> 
     shown = claims.get("name") or claims["sub"]
     if user.student_pk is not None:
         shown = session.get_one(Student, user.student_pk).student_id
-    return Launch(role, shown, course.slug, assignment.slug, user.id)
+    staff_pk = staff_of(session, platform.issuer, claims["sub"]) if role == "instructor" else None
+    return Launch(role, shown, course.slug, assignment.slug, user.id, user.student_pk, staff_pk)
 
 
-def _context(session: Session, platform: Platform, claims: dict[str, Any], context_id: str, course_slug: str
-             ) -> LtiContext:
+def _named(secret: bytes, custom: dict[str, Any]) -> tuple[str, str] | None:
+    """The (course, assignment) of the link's ``grader_link`` parameter; a value we did not sign is
+    refused (a typed course name could attach any LMS course to any grader course)."""
+    value = custom.get(LINK_PARAM)
+    if not value:
+        return None
+    named = read_link(secret, str(value))
+    if named is None:
+        raise LaunchRejected(f"the link's {LINK_PARAM} parameter is not one this grader issued: copy it again from "
+                             f"the grader (staff: GET /lti/courses/<course>/assignments/<assignment>/link), or add "
+                             f"the assignment through the LMS's deep linking")
+    return named
+
+
+def context_for(session: Session, platform: Platform, claims: dict[str, Any], course_slug: str | None
+                ) -> LtiContext:
+    """The LMS context of a launch, linked to a grader course the first time a signed link names one."""
+    context_id = (claims.get(CLAIM + "context") or {}).get("id", "")
     deployment = claims[CLAIM + "deployment_id"]
     ctx = session.scalar(select(LtiContext).where(LtiContext.issuer == platform.issuer,
                                                   LtiContext.deployment_id == deployment,
                                                   LtiContext.context_id == context_id))
+    course = session.scalar(select(Course).where(Course.slug == course_slug)) if course_slug else None
+    if course_slug and course is None:
+        raise LaunchRejected(f"the link names grader course {course_slug!r}, which does not exist (any more)")
     if ctx is None:
-        course = session.scalar(select(Course).where(Course.slug == course_slug)) if course_slug else None
         if course is None:
-            raise LaunchRejected(f"this LMS course is not linked to a grader course yet: give the link the custom "
-                                 f"parameter course=<course slug> (got {course_slug!r})")
+            raise LaunchRejected(f"this LMS course is not linked to a grader course yet: add the assignment through "
+                                 f"the LMS's deep linking, or give the link the custom parameter {LINK_PARAM}=<value "
+                                 f"from the grader>")
         ctx = LtiContext(issuer=platform.issuer, client_id=platform.client_id, deployment_id=deployment,
                          context_id=context_id, course_id=course.id)
         session.add(ctx)
+    elif course is not None and course.id != ctx.course_id:
+        linked = session.get_one(Course, ctx.course_id).slug
+        raise LaunchRejected(f"this LMS course is linked to grader course {linked!r}, but the link names "
+                             f"{course_slug!r}: one LMS course grades into one grader course")
     ags = claims.get(AGS_CLAIM) or {}
     ctx.lineitems_url = ags.get("lineitems", ctx.lineitems_url or "")
     ctx.memberships_url = (claims.get(NRPS_CLAIM) or {}).get("context_memberships_url", ctx.memberships_url or "")
@@ -181,21 +226,61 @@ def _context(session: Session, platform: Platform, claims: dict[str, Any], conte
     return ctx
 
 
-def _link(session: Session, ctx: LtiContext, resource_link_id: str, assignment_slug: str, lineitem: str) -> LtiLink:
+def _link(session: Session, ctx: LtiContext, resource_link_id: str, named: tuple[str, str] | None,
+          lineitem: str) -> LtiLink:
     found = session.scalar(select(LtiLink).where(LtiLink.context_pk == ctx.id,
                                                  LtiLink.resource_link_id == resource_link_id))
-    if found is None:
+    assignment = None
+    if named is not None:
         assignment = session.scalar(select(Assignment).where(Assignment.course_id == ctx.course_id,
-                                                             Assignment.slug == assignment_slug))
+                                                             Assignment.slug == named[1]))
         if assignment is None:
-            raise LaunchRejected(f"this LMS link is not linked to an assignment yet: give it the custom parameter "
-                                 f"assignment=<assignment slug> (got {assignment_slug!r})")
+            raise LaunchRejected(f"the link names assignment {named[1]!r}, which the grader course does not have")
+    if found is None:
+        if assignment is None:
+            raise LaunchRejected(f"this LMS link is not linked to an assignment yet: add it through the LMS's deep "
+                                 f"linking, or give it the custom parameter {LINK_PARAM}=<value from the grader>")
         found = LtiLink(context_pk=ctx.id, resource_link_id=resource_link_id, assignment_id=assignment.id)
         session.add(found)
+    elif assignment is not None:
+        found.assignment_id = assignment.id  # staff re-pointed the link (a newer signed value)
     if lineitem:
         found.lineitem_url = lineitem
     session.flush()
     return found
+
+
+def staff_of(session: Session, issuer: str, sub: str) -> int | None:
+    """The staff account this LMS user linked before (in any of the platform's courses), if any."""
+    return session.scalar(select(LtiUser.staff_pk).join(LtiContext, LtiContext.id == LtiUser.context_pk)
+                          .where(LtiContext.issuer == issuer, LtiUser.sub == sub, LtiUser.staff_pk.is_not(None))
+                          .limit(1))
+
+
+def link_staff(session: Session, issuer: str, sub: str, staff_pk: int) -> int:
+    """Link every LTI identity of this LMS user (on this platform) to a staff account."""
+    users = list(session.scalars(select(LtiUser).join(LtiContext, LtiContext.id == LtiUser.context_pk)
+                                 .where(LtiContext.issuer == issuer, LtiUser.sub == sub)))
+    for user in users:
+        user.staff_pk = staff_pk
+    session.flush()
+    return len(users)
+
+
+def deep_link_request(platform: Platform, claims: dict[str, Any]) -> dict[str, Any]:
+    """What answering a deep-linking launch needs later (kept in a signed cookie meanwhile)."""
+    if not is_staff(claims.get(CLAIM + "roles") or []):
+        raise LaunchRejected("only instructors can add the grader to an LMS course (deep linking)")
+    settings = claims.get(DL_CLAIM + "deep_linking_settings") or {}
+    if not settings.get("deep_link_return_url"):
+        raise LaunchRejected("the deep-linking request has no deep_link_return_url")
+    if "ltiResourceLink" not in (settings.get("accept_types") or ["ltiResourceLink"]):
+        raise LaunchRejected("this LMS does not accept LTI resource links from deep linking")
+    context = claims.get(CLAIM + "context") or {}
+    return {"iss": platform.issuer, "client_id": platform.client_id, "sub": claims["sub"],
+            "deployment_id": claims[CLAIM + "deployment_id"], "context_id": context.get("id", ""),
+            "context_title": context.get("title", ""), "return_url": settings["deep_link_return_url"],
+            "data": settings.get("data"), "name": claims.get("name", ""), "email": claims.get("email", "")}
 
 
 def upsert_user(session: Session, ctx: LtiContext, sub: str, role: str, name: str, email: str, sourcedid: str

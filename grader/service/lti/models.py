@@ -5,9 +5,12 @@
     lti_nonces      id_token nonces already seen (a replayed launch is refused)
     lti_contexts    an LMS context (issuer, deployment, context id) -> a course, with its service URLs
     lti_links       an LMS resource link -> an assignment, with its AGS line item
-    lti_users       an LMS user (issuer, sub) in a course -> a student (or staff, by role)
-    lti_passbacks   one score to send per (grading, line item): pending, sent or failed, with attempts
+    lti_users       an LMS user (issuer, sub) in a course -> a student, or an instructor (a staff account
+                    once they have signed in with its token from a launch: LMS roles alone grant nothing)
+    lti_passbacks   one score to send per (grading or override, line item): pending, held, sent, failed or
+                    superseded (not the score that counts: an older submission's, or replaced before sending)
     lti_events      rejected launches and passback failures, for staff
+    lti_platforms   LMS registrations made by LTI dynamic registration (``lti.toml`` holds the others)
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from ..tables import Base, UTCDateTime, utcnow
 
-PASSBACK_STATES = ("pending", "held", "sent", "failed")
+PASSBACK_STATES = ("pending", "held", "sent", "failed", "superseded")
 
 
 class LtiKey(Base):
@@ -83,6 +86,7 @@ class LtiUser(Base):
     sub: Mapped[str] = mapped_column(String(255))
     role: Mapped[str] = mapped_column(String(16))  # student | instructor
     student_pk: Mapped[int | None] = mapped_column(ForeignKey("students.id", ondelete="CASCADE"), index=True)
+    staff_pk: Mapped[int | None] = mapped_column(ForeignKey("staff.id", ondelete="SET NULL"), index=True)
     name: Mapped[str] = mapped_column(String(200), default="")
     email: Mapped[str] = mapped_column(String(320), default="")
 
@@ -91,11 +95,15 @@ class LtiPassback(Base):
     __tablename__ = "lti_passbacks"
     __table_args__ = (
         UniqueConstraint("grading_id", "link_pk", "user_pk", name="lti_passbacks_once"),
-        CheckConstraint("state IN ('pending', 'held', 'sent', 'failed')", name="lti_passbacks_state"),
+        UniqueConstraint("override_id", "link_pk", "user_pk", name="lti_passbacks_override_once"),
+        CheckConstraint("state IN ('pending', 'held', 'sent', 'failed', 'superseded')", name="lti_passbacks_state"),
+        CheckConstraint("(grading_id IS NULL) <> (override_id IS NULL)", name="lti_passbacks_one_source"),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    grading_id: Mapped[int] = mapped_column(ForeignKey("gradings.id", ondelete="CASCADE"), index=True)
+    # the score's source: a grading, or a staff override
+    grading_id: Mapped[int | None] = mapped_column(ForeignKey("gradings.id", ondelete="CASCADE"), index=True)
+    override_id: Mapped[int | None] = mapped_column(ForeignKey("overrides.id", ondelete="CASCADE"), index=True)
     link_pk: Mapped[int] = mapped_column(ForeignKey("lti_links.id", ondelete="CASCADE"), index=True)
     user_pk: Mapped[int] = mapped_column(ForeignKey("lti_users.id", ondelete="CASCADE"), index=True)
     state: Mapped[str] = mapped_column(String(16), default="pending", index=True)
@@ -116,3 +124,20 @@ class LtiEvent(Base):
     kind: Mapped[str] = mapped_column(String(32))  # launch_rejected | passback_failed | ...
     issuer: Mapped[str] = mapped_column(String(255), default="")
     detail: Mapped[str] = mapped_column(Text, default="")
+
+
+class LtiPlatform(Base):
+    __tablename__ = "lti_platforms"
+    __table_args__ = (UniqueConstraint("issuer", "client_id", name="lti_platforms_once"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    registration_id: Mapped[str] = mapped_column(String(64), unique=True)  # the staff invitation it used (once)
+    issuer: Mapped[str] = mapped_column(String(255))
+    client_id: Mapped[str] = mapped_column(String(255))
+    deployment_ids_json: Mapped[str] = mapped_column(Text)
+    auth_login_url: Mapped[str] = mapped_column(Text)
+    auth_token_url: Mapped[str] = mapped_column(Text)
+    jwks_url: Mapped[str] = mapped_column(Text)
+    product: Mapped[str] = mapped_column(String(200), default="")  # the LMS's product family code
+    registered_by: Mapped[str] = mapped_column(String(64))  # the staff member who made the invitation
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

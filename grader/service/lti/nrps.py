@@ -4,18 +4,21 @@ students (learners) and its LTI users; the member list is followed across ``Link
 from __future__ import annotations
 
 import re
+from functools import partial
 from typing import Any
 
 import httpx2
 from sqlalchemy import select
+from sqlalchemy.orm import Session
 
 from ...errors import PassbackError
 from ..database import Database
 from ..ops import Invalid, audit
 from .ags import SCOPE_NRPS, Tokens
-from .config import LtiConfig
+from .config import LtiConfig, Platform
 from .launch import is_staff, upsert_user
 from .models import LtiContext
+from .registration import find_platform
 
 MEMBERS_TYPE = "application/vnd.ims.lti-nrps.v2.membershipcontainer+json"
 
@@ -33,6 +36,10 @@ def _members(url: str, token: str, http: httpx2.Client) -> list[dict[str, Any]]:
     return members
 
 
+def _platform(session: Session, config: LtiConfig, issuer: str, client_id: str) -> Platform | None:
+    return find_platform(session, config, issuer, client_id)
+
+
 def sync_roster(db: Database, config: LtiConfig, tokens: Tokens, course_id: int, staff: str) -> dict[str, Any]:
     contexts = db.run(lambda s: list(s.scalars(select(LtiContext).where(LtiContext.course_id == course_id,
                                                                         LtiContext.memberships_url != ""))))
@@ -42,7 +49,7 @@ def sync_roster(db: Database, config: LtiConfig, tokens: Tokens, course_id: int,
     counts = {"students": 0, "instructors": 0, "inactive": 0}
     with httpx2.Client(timeout=15) as http:
         for ctx in contexts:
-            platform = config.platform(ctx.issuer, ctx.client_id)
+            platform = db.run(partial(_platform, config=config, issuer=ctx.issuer, client_id=ctx.client_id))
             if platform is None:
                 continue
             try:

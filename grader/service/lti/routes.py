@@ -3,20 +3,26 @@
     GET|POST /lti/login     OIDC third-party login initiation (the platform calls it first)
     POST     /lti/launch    the id_token, verified and mapped to a course, assignment and user
     GET      /lti/jwks      the tool's public keys
+    GET      /lti/staff-link  an instructor's first launch: link the LMS identity to a staff account
+    GET|POST /lti/deep-link   deep linking: pick the assignment, answer the LMS with a signed link
+    GET      /lti/register    LTI Dynamic Registration, with a staff invitation (POST /lti/registrations)
     staff:   GET /lti/passbacks, POST /lti/passbacks/retry, GET /lti/events, POST /lti/keys/rotate,
-             POST /lti/courses/{course}/roster/sync (Names and Role Provisioning)
+             POST /lti/courses/{course}/roster/sync (Names and Role Provisioning),
+             GET /lti/courses/{course}/assignments/{assignment}/link (the link's custom parameter)
 """
 
 from __future__ import annotations
 
-import html
+import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Annotated, Any
+from urllib.parse import quote, urlparse
 
+import httpx2
 from fastapi import APIRouter, Depends, FastAPI, Form, Request
 from fastapi.concurrency import run_in_threadpool
-from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
@@ -24,15 +30,46 @@ from ...errors import LaunchRejected
 from ..auth import Principal, authenticate, bearer, require_staff
 from ..database import Database
 from ..ops import NotFound, audit, course_by_slug
-from ..tables import utcnow
+from ..tables import Assignment, Staff, Student, utcnow
+from ..web.pages import CSP, error_page, html
+from ..web.routes import redirect
+from ..web.sessions import (
+    SESSION_COOKIE,
+    browser_id,
+    csrf_ok,
+    csrf_token,
+    load_secret,
+    local_path,
+    principal_of,
+    read_session,
+    secure,
+    session_value,
+    set_browser_id,
+    set_session,
+)
 from . import keys
 from .ags import PassbackLoop, Tokens, deliver_due
 from .config import LtiConfig, config_path, load_config
-from .launch import login_redirect, map_launch, record, verify_id_token
+from .deeplink import answer, choices
+from .launch import (
+    DEEP_LINKING,
+    deep_link_request,
+    link_staff,
+    login_redirect,
+    map_launch,
+    message_type,
+    record,
+    staff_of,
+    verify_id_token,
+)
+from .links import LINK_PARAM, link_value, seal, unseal
 from .models import LtiEvent, LtiPassback
 from .nrps import sync_roster
+from .registration import INVITE_TTL_S, invitation_url, register
 
 STATE_COOKIE = "grader_lti_state"
+LINK_COOKIE, DL_COOKIE = "grader_lti_link", "grader_lti_dl"  # a verified launch, handed over a staff sign-in
+HANDOVER_S = 3600
 
 
 @asynccontextmanager
@@ -41,6 +78,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     config = app_config(app)
     loop = None
     if config is not None:
+        app.state.db.run(keys.signing_key)  # the tool's first key pair, made at the first start
         loop = PassbackLoop(app.state.db, config, tokens(app))
         loop.start()
     try:
@@ -85,16 +123,10 @@ def _staff(request: Request) -> Principal:
 StaffOnly = Annotated[Principal, Depends(_staff)]
 
 
-def page(title: str, body: str, status: int = 200) -> HTMLResponse:
-    return HTMLResponse(f"<!doctype html><html><head><meta charset=utf-8><title>{html.escape(title)}</title></head>"
-                        f"<body><h1>{html.escape(title)}</h1>{body}</body></html>", status_code=status)
-
-
-def rejected(reason: str, event_id: int | None) -> HTMLResponse:
+def rejected(request: Request, reason: str, event_id: int | None) -> HTMLResponse:
     ref = f" Reference for course staff: LTI event {event_id}." if event_id is not None else ""
-    return page("This launch could not be accepted",
-                f"<p>{html.escape(reason)}.</p><p>Open the assignment again from your course in the LMS. If this "
-                f"keeps happening, tell course staff.{html.escape(ref)}</p>", status=400)
+    return error_page(request, 400, f"This launch could not be accepted: {reason}. Open the assignment again from "
+                                    f"your course in the LMS. If this keeps happening, tell course staff.{ref}")
 
 
 @router.get("/login", response_model=None, operation_id="lti_login_get")
@@ -109,7 +141,7 @@ async def login(request: Request) -> HTMLResponse | RedirectResponse:
         try:
             return login_redirect(s, config, params)
         except LaunchRejected as e:
-            return None, rejected(str(e), record(s, "login_rejected", params.get("iss", ""), str(e)))
+            return None, rejected(request, str(e), record(s, "login_rejected", params.get("iss", ""), str(e)))
 
     target, state = await run_in_threadpool(db.run, work)
     if target is None:
@@ -119,28 +151,204 @@ async def login(request: Request) -> HTMLResponse | RedirectResponse:
     return response
 
 
-@router.post("/launch")
+@router.post("/launch", response_model=None)
 async def launch(request: Request, id_token: Annotated[str, Form()] = "", state: Annotated[str, Form()] = ""
-                 ) -> HTMLResponse:
+                 ) -> HTMLResponse | RedirectResponse:
+    """A verified launch signs the browser in: a learner lands on the assignment's page; an
+    instructor on the staff dashboard once their LMS identity is linked to a staff account (the
+    first time they sign in with its token); a deep-linking launch on the assignment picker."""
     config = _config(request)
     db: Database = request.app.state.db
     cookie = request.cookies.get(STATE_COOKIE)
 
-    def work(s: Session) -> HTMLResponse:
+    def work(s: Session) -> HTMLResponse | RedirectResponse:
+        secret = load_secret(s)
         try:
             platform, claims = verify_id_token(s, config, id_token, state, cookie)
-            done = map_launch(s, platform, claims)
+            if message_type(claims) == DEEP_LINKING:
+                wanted = deep_link_request(platform, claims)
+                response = _signed_in_as_staff(request, s, secret, platform.issuer, claims["sub"], "/lti/deep-link")
+                _set_cookie(response, request, DL_COOKIE, seal(secret, DL_COOKIE, wanted, HANDOVER_S))
+                audit(s, f"lti:{claims['sub']}", "lti_deep_link_launch", platform.issuer, {})
+                return response
+            done = map_launch(s, secret, platform, claims)
         except LaunchRejected as e:
-            return rejected(str(e), record(s, "launch_rejected", "", str(e)))
+            return rejected(request, str(e), record(s, "launch_rejected", "", str(e)))
         audit(s, f"lti:{done.user}", "lti_launch", f"{done.course}/{done.assignment}", {"role": done.role})
-        return page(f"{done.course} / {done.assignment}",
-                    f"<p>Signed in from the LMS as <b>{html.escape(done.user)}</b> ({done.role}).</p>"
-                    f"<p data-course='{html.escape(done.course)}' data-assignment='{html.escape(done.assignment)}'"
-                    f" data-role='{done.role}' data-user='{html.escape(done.user)}'></p>")
+        if done.student_pk is not None:
+            student = s.get_one(Student, done.student_pk)
+            response = redirect(f"/c/{done.course}/{done.assignment}")
+            set_session(response, request, session_value(secret, "student", student.id, student.token_hash))
+            return response
+        return _signed_in_as_staff(request, s, secret, platform.issuer, claims["sub"],
+                                   f"/staff/c/{done.course}/{done.assignment}")
 
-    response: HTMLResponse = await run_in_threadpool(db.run, work)
-    response.delete_cookie(STATE_COOKIE)
+    response: HTMLResponse | RedirectResponse = await run_in_threadpool(db.run, work)
+    response.delete_cookie(STATE_COOKIE, secure=True, httponly=True, samesite="none")
     return response
+
+
+def _signed_in_as_staff(request: Request, s: Session, secret: bytes, issuer: str, sub: str, then: str
+                        ) -> RedirectResponse:
+    """To ``then`` with a staff session if this LMS user linked a staff account before; otherwise
+    to the sign-in page, after which ``/lti/staff-link`` links them (LMS roles alone grant nothing)."""
+    staff_pk = staff_of(s, issuer, sub)
+    staff = s.get(Staff, staff_pk) if staff_pk is not None else None
+    if staff is not None:
+        response = redirect(then)
+        set_session(response, request, session_value(secret, "staff", staff.id, staff.token_hash))
+        return response
+    response = redirect("/signin?next=" + quote(f"/lti/staff-link?then={quote(then, safe='')}", safe=""))
+    _set_cookie(response, request, LINK_COOKIE, seal(secret, LINK_COOKIE, {"iss": issuer, "sub": sub}, HANDOVER_S))
+    return response
+
+
+def _set_cookie(response: Response, request: Request, name: str, value: str) -> None:
+    response.set_cookie(name, value, max_age=HANDOVER_S, path="/lti/", httponly=True, samesite="lax",
+                        secure=secure(request))
+
+
+def _staff_session(request: Request, s: Session, secret: bytes) -> Principal | None:
+    claim = read_session(secret, request.cookies.get(SESSION_COOKIE, ""))
+    who = principal_of(s, claim) if claim is not None else None
+    return who if who is not None and who.staff else None
+
+
+@router.get("/staff-link", response_model=None)
+def staff_link(request: Request, then: str = "/staff") -> Response:
+    """After an instructor's launch and their staff sign-in: link the LMS identity to the account."""
+    db: Database = request.app.state.db
+
+    def work(s: Session) -> Response:
+        secret = load_secret(s)
+        pending = unseal(secret, LINK_COOKIE, request.cookies.get(LINK_COOKIE, ""))
+        if pending is None:
+            return error_page(request, 400, "There is no LMS launch waiting to be linked (or it is older than an "
+                                            "hour). Open the assignment again from the LMS.")
+        who = _staff_session(request, s, secret)
+        if who is None:
+            return redirect("/signin?next=" + quote(str(request.url.path) + "?" + str(request.url.query)))
+        staff = s.scalars(select(Staff).where(Staff.name == who.name)).one()
+        link_staff(s, pending["iss"], pending["sub"], staff.id)
+        audit(s, who.name, "lti_link_staff", pending["iss"], {"sub": pending["sub"]})
+        response = redirect(local_path(then) or "/staff")
+        response.delete_cookie(LINK_COOKIE, path="/lti/")
+        return response
+
+    return db.run(work)
+
+
+@router.get("/deep-link", response_model=None)
+def deep_link_form(request: Request) -> Response:
+    """The assignment picker of a deep-linking launch (staff only)."""
+    db: Database = request.app.state.db
+
+    def work(s: Session) -> Response:
+        secret = load_secret(s)
+        wanted = unseal(secret, DL_COOKIE, request.cookies.get(DL_COOKIE, ""))
+        if wanted is None:
+            return error_page(request, 400, "There is no deep-linking request from an LMS waiting (or it is older "
+                                            "than an hour). Start again from the LMS's “add external tool” dialog.")
+        who = _staff_session(request, s, secret)
+        if who is None:
+            return redirect("/signin?next=/lti/deep-link")
+        browser, new = browser_id(request)
+        response = html("lti_deep_link.html", who=who, csrf=csrf_token(secret, browser), when=None,
+                        choices=choices(s, wanted), context_title=wanted.get("context_title", ""))
+        if new:
+            set_browser_id(response, request, browser)
+        return response
+
+    return db.run(work)
+
+
+@router.post("/deep-link", response_model=None)
+def deep_link_answer(request: Request, csrf: Annotated[str, Form(max_length=200)],
+                     assignment: Annotated[str, Form(max_length=200)]) -> Response:
+    """Answer the LMS: a page that posts the signed deep-linking response to its return URL."""
+    config = _config(request)
+    db: Database = request.app.state.db
+
+    def work(s: Session) -> Response:
+        secret = load_secret(s)
+        if not csrf_ok(secret, request, csrf):
+            return error_page(request, 403, "This form has expired or came from another site; start again from the LMS.")
+        wanted = unseal(secret, DL_COOKIE, request.cookies.get(DL_COOKIE, ""))
+        who = _staff_session(request, s, secret)
+        if wanted is None or who is None:
+            return error_page(request, 400, "The deep-linking request expired; start again from the LMS.")
+        staff = s.scalars(select(Staff).where(Staff.name == who.name)).one()
+        try:
+            token = answer(s, config, secret, wanted, assignment, staff.id)
+        except LaunchRejected as e:
+            return error_page(request, 400, str(e))
+        audit(s, who.name, "lti_deep_link", assignment, {"iss": wanted["iss"], "context": wanted["context_id"]})
+        target = wanted["return_url"]
+        origin = "{0.scheme}://{0.netloc}".format(urlparse(target))
+        csp = CSP.replace("form-action 'self'", f"form-action 'self' {origin}")
+        response = html("lti_post.html", headers={"Content-Security-Policy": csp}, who=None, csrf="", when=None,
+                        action=target, fields={"JWT": token}, what="the link to the LMS")
+        response.delete_cookie(DL_COOKIE, path="/lti/")
+        return response
+
+    return db.run(work)
+
+
+@router.get("/courses/{course}/assignments/{assignment}/link")
+def assignment_link(course: str, assignment: str, request: Request, principal: StaffOnly) -> dict[str, str]:
+    """The custom parameter that points an LMS link at this assignment (for LMSs without deep linking)."""
+    db: Database = request.app.state.db
+
+    def work(s: Session) -> dict[str, str]:
+        found = course_by_slug(s, course)
+        if s.scalar(select(Assignment).where(Assignment.course_id == found.id, Assignment.slug == assignment)) is None:
+            raise NotFound(f"course {course!r} has no assignment {assignment!r}")
+        value = link_value(load_secret(s), found.slug, assignment)
+        config = app_config(request.app)
+        return {"parameter": LINK_PARAM, "value": value, "custom": f"{LINK_PARAM}={value}",
+                "launch_url": config.launch_url if config else ""}
+
+    return db.run(work)
+
+
+@router.post("/registrations")
+def new_registration(request: Request, principal: StaffOnly) -> dict[str, Any]:
+    """An invitation for LTI Dynamic Registration: paste the URL into the LMS's "register a tool by
+    URL" field. It is valid for a day and registers one platform."""
+    config = _config(request)
+    db: Database = request.app.state.db
+
+    def work(s: Session) -> dict[str, Any]:
+        audit(s, principal.name, "lti_registration_invite", "", {})
+        return {"url": invitation_url(config, load_secret(s), principal.name), "expires_in_s": INVITE_TTL_S}
+
+    return db.run(work)
+
+
+@router.get("/register", response_model=None)
+async def register_platform(request: Request, invite: str = "", openid_configuration: str = "",
+                            registration_token: str = "") -> Response:
+    """LTI Dynamic Registration, opened by the LMS (in a frame or a window) with an invitation."""
+    config = _config(request)
+    db: Database = request.app.state.db
+
+    def work(s: Session) -> Response:
+        try:
+            with httpx2.Client(timeout=15, follow_redirects=False) as http:
+                row = register(s, config, load_secret(s), invite, openid_configuration, registration_token, http)
+        except LaunchRejected as e:
+            record(s, "registration_rejected", "", str(e))
+            return error_page(request, 400, f"The grader could not register with this LMS: {e}.")
+        audit(s, row.registered_by or "lti", "lti_register", row.issuer, {"client_id": row.client_id})
+        origin = "{0.scheme}://{0.netloc}".format(urlparse(row.issuer))
+        csp = CSP.replace("frame-ancestors 'none'", f"frame-ancestors {origin}")
+        response = html("lti_registered.html", headers={"Content-Security-Policy": csp}, who=None, csrf="",
+                        when=None, issuer=row.issuer, client_id=row.client_id, product=row.product,
+                        deployments=json.loads(row.deployment_ids_json))
+        del response.headers["x-frame-options"]
+        return response
+
+    return await run_in_threadpool(db.run, work)
 
 
 @router.get("/jwks")
@@ -185,6 +393,27 @@ async def retry_passbacks(request: Request, principal: StaffOnly) -> dict[str, i
                                .values(next_attempt_at=utcnow())))
     delivered = await run_in_threadpool(deliver_due, db, config, tokens(request.app))
     return {"delivered": delivered}
+
+
+@router.post("/passbacks/retry-now", response_model=None)
+async def retry_passbacks_page(request: Request, csrf: Annotated[str, Form(max_length=200)],
+                               back: Annotated[str, Form(max_length=300)] = "/staff") -> Response:
+    """The dashboard's button: send every waiting passback now, then back to the dashboard."""
+    config = _config(request)
+    db: Database = request.app.state.db
+
+    def allowed(s: Session) -> Principal | None:
+        secret = load_secret(s)
+        return _staff_session(request, s, secret) if csrf_ok(secret, request, csrf) else None
+
+    who = db.run(allowed)
+    if who is None:
+        return error_page(request, 403, "Staff only, from the dashboard's own form: reload the dashboard and try again.")
+    db.run(lambda s: s.execute(update(LtiPassback).where(LtiPassback.state.in_(("failed", "held", "pending")))
+                               .values(next_attempt_at=utcnow())))
+    await run_in_threadpool(deliver_due, db, config, tokens(request.app))
+    db.run(lambda s: audit(s, who.name, "lti_retry_passbacks", "", {}))
+    return redirect(local_path(back) or "/staff")
 
 
 @router.get("/events")

@@ -32,6 +32,7 @@ from .sessions import (
     csrf_ok,
     csrf_token,
     load_secret,
+    local_path,
     principal_of,
     read_session,
     session_value,
@@ -53,6 +54,8 @@ class WebHooks:
     status_events: Callable[[Principal, str], Awaitable[StreamingResponse]]
     regrade_one: Callable[[Principal, str], dict[str, Any]]
     regrade_every: Callable[[Principal, str, str], int]
+    # the LMS gradebook panel of an assignment's dashboard (LTI passbacks), None without LMS links
+    lms_panel: Callable[[Session, int], dict[str, Any] | None] = lambda _s, _a: None
 
 
 def moment(value: datetime | str | None) -> dict[str, str] | None:
@@ -130,7 +133,7 @@ def mount_web(app: FastAPI, hooks: WebHooks) -> None:
 
     @router.get("/signin")
     def signin_form(request: Request, next: str = "") -> Response:
-        return web.page(request, "signin.html", web.who(request), next=_local(next), error="")
+        return web.page(request, "signin.html", web.who(request), next=local_path(next), error="")
 
     @router.post("/signin")
     def signin(request: Request, token: Annotated[str, Form(max_length=300)], csrf: Csrf,
@@ -146,10 +149,10 @@ def mount_web(app: FastAPI, hooks: WebHooks) -> None:
         try:
             value = run(work)
         except HTTPException:
-            return web.page(request, "signin.html", None, status=401, next=_local(next),
+            return web.page(request, "signin.html", None, status=401, next=local_path(next),
                             error="That sign-in token is not known. Paste the whole token you were given "
                                   "(it starts with student_ or staff_).")
-        response = redirect(_local(next) or "/")
+        response = redirect(local_path(next) or "/")
         set_session(response, request, value)
         return response
 
@@ -229,8 +232,11 @@ def mount_web(app: FastAPI, hooks: WebHooks) -> None:
         who = web.signed_in(request, staff=True)
         filters = data.Filters(status=status[:32], min_score=_number(min_score), max_score=_number(max_score),
                                check=check[:64], late=late if late in ("yes", "no") else "")
-        found = run(lambda s: data.dashboard(s, course, assignment, filters))
-        return web.page(request, "dashboard.html", who, regrading=regrading, **found)
+        def work(s: Session) -> dict[str, Any]:
+            found = data.dashboard(s, course, assignment, filters)
+            return found | {"lms": web.hooks.lms_panel(s, found["assignment"].id)}
+
+        return web.page(request, "dashboard.html", who, regrading=regrading, **run(work))
 
     @router.post("/staff/c/{course}/{assignment}/regrade")
     def regrade_all(request: Request, course: Slug, assignment: Slug, csrf: Csrf) -> Response:
@@ -277,11 +283,6 @@ def mount_web(app: FastAPI, hooks: WebHooks) -> None:
         return redirect(f"/staff/s/{submission_id}")
 
     app.include_router(router)
-
-
-def _local(url: str) -> str:
-    """A redirect target on this site only (a path, never another host)."""
-    return url if url.startswith("/") and not url.startswith(("//", "/\\")) and len(url) < 300 else ""
 
 
 def _number(text: str) -> float | None:

@@ -96,6 +96,11 @@ def principal_of(session: Session, claim: SessionClaim) -> Principal | None:
     return None
 
 
+def local_path(url: str) -> str:
+    """A redirect target on this site only (a path, never another host), else ""."""
+    return url if url.startswith("/") and not url.startswith(("//", "/\\")) and len(url) < 300 else ""
+
+
 def secure(request: Request) -> bool:
     return request.url.scheme == "https"
 

@@ -1,6 +1,7 @@
 // The web pages' only script (no build step, no inline script: the CSP allows this file alone).
-// It adds three things to pages that work without it: times in the viewer's time zone, a live
-// status that reloads the page when grading is done, and drag-and-drop upload.
+// It adds four things to pages that work without it: times in the viewer's time zone, a live
+// status that reloads the page when grading is done, drag-and-drop upload, and sending the
+// forms that hand a signed message back to the LMS (each also has a button).
 "use strict";
 
 (function () {
@@ -85,6 +86,10 @@
     localTimes(document);
     document.querySelectorAll("[data-events]").forEach(followStatus);
     document.querySelectorAll("form[data-upload]").forEach(uploader);
+    document.querySelectorAll("form[data-autosubmit]").forEach(function (form) { form.submit(); });
+    if (document.querySelector("[data-lti-close]")) {  // LTI Dynamic Registration is done
+      (window.opener || window.parent).postMessage({ subject: "org.imsglobal.lti.close" }, "*");
+    }
   }
 
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);

@@ -1,0 +1,120 @@
+"""Platforms: those registered by configuration (``lti.toml``), and those registered by LTI
+Dynamic Registration. Staff make an invitation (a signed URL, valid a day, usable once); the
+LMS admin pastes it into the LMS, which opens it with its ``openid_configuration`` URL and a
+registration token. The tool reads the platform's configuration (its issuer must be the
+configuration URL's own site), posts its client registration, and keeps the client id and
+deployment id the platform answers with."""
+
+from __future__ import annotations
+
+import json
+import secrets
+from typing import Any
+from urllib.parse import urlencode, urlparse
+
+import httpx2
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from ...errors import LaunchRejected
+from .config import LtiConfig, Platform
+from .links import seal, unseal
+from .models import LtiPlatform
+
+INVITE = "lti-registration"
+INVITE_TTL_S = 24 * 3600
+TOOL_CONFIGURATION = "https://purl.imsglobal.org/spec/lti-tool-configuration"
+PLATFORM_CONFIGURATION = "https://purl.imsglobal.org/spec/lti-platform-configuration"
+SCOPES = ("https://purl.imsglobal.org/spec/lti-ags/scope/lineitem",
+          "https://purl.imsglobal.org/spec/lti-ags/scope/result.readonly",
+          "https://purl.imsglobal.org/spec/lti-ags/scope/score",
+          "https://purl.imsglobal.org/spec/lti-nrps/scope/contextmembership.readonly")
+TOOL_NAME = "TinyTorch grader"
+MAX_DOCUMENT = 256 * 1024
+
+
+def find_platform(session: Session, config: LtiConfig, issuer: str, client_id: str | None = None) -> Platform | None:
+    """The registration of this issuer (and client id): the configured one, else a dynamic one."""
+    configured = config.platform(issuer, client_id)
+    if configured is not None:
+        return configured
+    query = select(LtiPlatform).where(LtiPlatform.issuer == issuer)
+    if client_id is not None:
+        query = query.where(LtiPlatform.client_id == client_id)
+    row = session.scalars(query.order_by(LtiPlatform.id).limit(1)).first()
+    if row is None:
+        return None
+    return Platform(issuer=row.issuer, client_id=row.client_id,
+                    deployment_ids=tuple(json.loads(row.deployment_ids_json)), auth_login_url=row.auth_login_url,
+                    auth_token_url=row.auth_token_url, jwks_url=row.jwks_url)
+
+
+def invitation_url(config: LtiConfig, secret: bytes, staff: str) -> str:
+    value = seal(secret, INVITE, {"rid": secrets.token_hex(16), "by": staff}, INVITE_TTL_S)
+    return f"{config.base_url.rstrip('/')}/lti/register?{urlencode({'invite': value})}"
+
+
+def _get_json(http: httpx2.Client, url: str, what: str, **kwargs: Any) -> dict[str, Any]:
+    try:
+        r = http.request(kwargs.pop("method", "GET"), url, **kwargs)
+    except httpx2.HTTPError as e:
+        raise LaunchRejected(f"the platform's {what} could not be reached ({type(e).__name__})") from None
+    if r.status_code not in (200, 201) or len(r.content) > MAX_DOCUMENT:
+        raise LaunchRejected(f"the platform's {what} answered {r.status_code}")
+    try:
+        body = r.json()
+    except ValueError:
+        raise LaunchRejected(f"the platform's {what} is not JSON") from None
+    if not isinstance(body, dict):
+        raise LaunchRejected(f"the platform's {what} is not a JSON object")
+    return body
+
+
+def register(session: Session, config: LtiConfig, secret: bytes, invite: str, openid_configuration: str,
+             registration_token: str, http: httpx2.Client) -> LtiPlatform:
+    """Register with the platform that opened an invitation; returns the stored platform."""
+    granted = unseal(secret, INVITE, invite)
+    if granted is None:
+        raise LaunchRejected("this registration link is not valid or has expired (links last a day): ask course "
+                             "staff for a new one (POST /lti/registrations)")
+    if session.scalar(select(LtiPlatform.id).where(LtiPlatform.registration_id == granted["rid"])) is not None:
+        raise LaunchRejected("this registration link was used already: ask course staff for a new one")
+    where = urlparse(openid_configuration)
+    if where.scheme not in ("https", "http") or not where.netloc:
+        raise LaunchRejected("the registration request has no openid_configuration URL")
+    auth = {"Authorization": f"Bearer {registration_token}"} if registration_token else {}
+    found = _get_json(http, openid_configuration, "OpenID configuration", headers=auth)
+    issuer = str(found.get("issuer", ""))
+    if urlparse(issuer).netloc != where.netloc or urlparse(issuer).scheme != where.scheme:
+        raise LaunchRejected(f"the platform's issuer {issuer!r} is not the site of its configuration URL")
+    needed = ("authorization_endpoint", "token_endpoint", "jwks_uri", "registration_endpoint")
+    if any(not isinstance(found.get(k), str) or not found.get(k) for k in needed):
+        raise LaunchRejected(f"the platform's configuration lacks one of {', '.join(needed)}")
+    base = config.base_url.rstrip("/")
+    launch = f"{base}/lti/launch"
+    request = {
+        "application_type": "web", "response_types": ["id_token"], "grant_types": ["implicit", "client_credentials"],
+        "initiate_login_uri": f"{base}/lti/login", "redirect_uris": [launch], "client_name": TOOL_NAME,
+        "jwks_uri": f"{base}/lti/jwks", "token_endpoint_auth_method": "private_key_jwt", "scope": " ".join(SCOPES),
+        TOOL_CONFIGURATION: {
+            "domain": urlparse(base).netloc, "target_link_uri": launch, "claims": ["iss", "sub", "name", "email"],
+            "messages": [{"type": "LtiDeepLinkingRequest", "target_link_uri": launch, "label": TOOL_NAME}]},
+    }
+    answer = _get_json(http, found["registration_endpoint"], "registration endpoint", method="POST",
+                       json=request, headers=auth | {"Content-Type": "application/json"})
+    client_id = str(answer.get("client_id", ""))
+    if not client_id:
+        raise LaunchRejected("the platform's registration answer has no client_id")
+    deployment = (answer.get(TOOL_CONFIGURATION) or {}).get("deployment_id")
+    row = LtiPlatform(registration_id=granted["rid"], issuer=issuer, client_id=client_id,
+                      deployment_ids_json=json.dumps([str(deployment)] if deployment else []),
+                      auth_login_url=found["authorization_endpoint"], auth_token_url=found["token_endpoint"],
+                      jwks_url=found["jwks_uri"], registered_by=str(granted.get("by", "")),
+                      product=str((found.get(PLATFORM_CONFIGURATION) or {}).get("product_family_code", ""))[:200])
+    try:
+        with session.begin_nested():
+            session.add(row)
+    except IntegrityError:
+        raise LaunchRejected(f"the platform {issuer!r} has registered client {client_id!r} already") from None
+    return row
