@@ -22,7 +22,6 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 @pytest.fixture(scope="module")
 def lti_world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Service, Any]]:
-    pytest.importorskip("lti1p3platform")
     from tests.service.lti_platform import CLIENT_ID, DEPLOYMENT, LMS, Served
 
     port = free_port()

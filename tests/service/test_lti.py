@@ -27,7 +27,6 @@ from grader.service.settings import Settings
 from grader.service.tables import Assignment, Grading, Submission, utcnow
 from tests.service.lti_platform import CLIENT_ID, DEPLOYMENT, LMS, Served, rsa_pem
 
-pytest.importorskip("lti1p3platform")
 
 
 def _world(tmp_path: Path, registered: bool = True) -> Iterator[tuple[TestClient, Served, dict[str, str]]]:
