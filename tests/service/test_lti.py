@@ -28,7 +28,6 @@ from grader.service.tables import Assignment, Grading, Submission, utcnow
 from tests.service.lti_platform import CLIENT_ID, DEPLOYMENT, LMS, Served, rsa_pem
 
 
-
 def _world(tmp_path: Path, registered: bool = True) -> Iterator[tuple[TestClient, Served, dict[str, str]]]:
     lms = LMS()
     served = Served(lms)
