@@ -13,6 +13,7 @@ from typing import Annotated, Any, TypeVar
 
 from fastapi import Depends, FastAPI, File, Form, Path, Query, Request, UploadFile
 from fastapi.concurrency import run_in_threadpool
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from sqlalchemy import select
@@ -142,6 +143,17 @@ def create_app(settings: Settings, *, dispatcher: Dispatcher | None = None,
         if is_page(request):
             return error_page(request, e.status, str(e), headers)
         return JSONResponse({"detail": str(e)}, status_code=e.status, headers=headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid_request(request: Request, e: RequestValidationError) -> Response:
+        """422 with each problem's place and message, never the input echoed back (it may be large
+        or someone else's); a page for browsers."""
+        problems = [{"loc": list(err.get("loc", ())), "msg": str(err.get("msg", ""))} for err in e.errors()[:20]]
+        if is_page(request):
+            said = "; ".join(f"{'.'.join(str(x) for x in p['loc'][1:]) or 'request'}: {p['msg']}" for p in problems)
+            return error_page(request, 400, f"The form sent something this page cannot take ({said}). Go back, "
+                                            f"reload the page and try again.")
+        return JSONResponse({"detail": problems}, status_code=422)
 
     @app.exception_handler(StoreUnavailable)
     async def store_down(request: Request, e: StoreUnavailable) -> Response:

@@ -71,6 +71,7 @@ class LMS:
     custom: dict[str, str] = field(default_factory=dict)  # the link's custom parameters
     deep_links: list[dict[str, Any]] = field(default_factory=list)  # content items received
     registrations: list[dict[str, Any]] = field(default_factory=list)  # dynamic registration requests
+    huge_configuration: bool = False  # answer the OpenID configuration with 1 MB
     down: bool = False
     lose_answers: bool = False  # take scores, but answer 503 (the answer is lost on the way back)
     scores: list[dict[str, Any]] = field(default_factory=list)  # (headers, body) of each accepted score
@@ -145,6 +146,8 @@ def build_app(lms: LMS) -> tuple[FastAPI, PlatformConf]:
     def openid_configuration(request: Request) -> Any:
         if request.headers.get("authorization") != "Bearer reg-token-1":
             return JSONResponse({"error": "registration token required"}, status_code=401)
+        if lms.huge_configuration:
+            return {"issuer": lms.url, "padding": "x" * 1_000_000}
         return {"issuer": lms.url, "authorization_endpoint": f"{lms.url}/auth", "token_endpoint": f"{lms.url}/token",
                 "jwks_uri": f"{lms.url}/jwks", "registration_endpoint": f"{lms.url}/register",
                 "token_endpoint_auth_methods_supported": ["private_key_jwt"], "response_types_supported": ["id_token"],

@@ -487,3 +487,14 @@ def test_a_score_that_arrived_although_its_answer_was_lost_is_not_sent_forever(w
     assert [s["scoreGiven"] for s in served.lms.scores] == [72.0]
     time.sleep(0.05)
     assert deliver(client) == 0 and client.get("/lti/passbacks", params={"state": "failed"}, headers=staff).json() == []
+
+
+def test_oversized_launches_and_platform_answers_are_refused_unread(unregistered: Any) -> None:
+    client, served, staff = unregistered
+    r = client.post("/lti/launch", data={"id_token": "x" * 200_000, "state": "s"})
+    assert r.status_code == 400 and "id_token: String should have at most 65536 characters" in unescape(r.text)
+    assert "xxxxxxxxxx" not in r.text and len(r.text) < 5000  # nothing echoed back
+    served.lms.huge_configuration = True
+    url = client.post("/lti/registrations", headers=staff).json()["url"]
+    r = client.get(opening(url, f"{served.lms.url}/.well-known/openid-configuration", "reg-token-1"))
+    assert r.status_code == 400 and "larger than 256 kB" in unescape(r.text)

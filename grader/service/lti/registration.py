@@ -56,14 +56,21 @@ def invitation_url(config: LtiConfig, secret: bytes, staff: str) -> str:
 
 
 def _get_json(http: httpx2.Client, url: str, what: str, **kwargs: Any) -> dict[str, Any]:
+    """The platform's JSON answer, read up to ``MAX_DOCUMENT`` bytes (a larger one is refused)."""
+    content = b""
     try:
-        r = http.request(kwargs.pop("method", "GET"), url, **kwargs)
+        with http.stream(kwargs.pop("method", "GET"), url, **kwargs) as r:
+            status = r.status_code
+            for chunk in r.iter_bytes():
+                content += chunk
+                if len(content) > MAX_DOCUMENT:
+                    raise LaunchRejected(f"the platform's {what} is larger than {MAX_DOCUMENT // 1024} kB")
     except httpx2.HTTPError as e:
         raise LaunchRejected(f"the platform's {what} could not be reached ({type(e).__name__})") from None
-    if r.status_code not in (200, 201) or len(r.content) > MAX_DOCUMENT:
-        raise LaunchRejected(f"the platform's {what} answered {r.status_code}")
+    if status not in (200, 201):
+        raise LaunchRejected(f"the platform's {what} answered {status}")
     try:
-        body = r.json()
+        body = json.loads(content)
     except ValueError:
         raise LaunchRejected(f"the platform's {what} is not JSON") from None
     if not isinstance(body, dict):

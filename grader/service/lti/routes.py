@@ -70,6 +70,7 @@ from .registration import INVITE_TTL_S, invitation_url, register
 STATE_COOKIE = "grader_lti_state"
 LINK_COOKIE, DL_COOKIE = "grader_lti_link", "grader_lti_dl"  # a verified launch, handed over a staff sign-in
 HANDOVER_S = 3600
+MAX_ID_TOKEN = 64 * 1024  # platforms' id_tokens are a few kB; a larger form is refused unread
 
 
 @asynccontextmanager
@@ -152,8 +153,8 @@ async def login(request: Request) -> HTMLResponse | RedirectResponse:
 
 
 @router.post("/launch", response_model=None)
-async def launch(request: Request, id_token: Annotated[str, Form()] = "", state: Annotated[str, Form()] = ""
-                 ) -> HTMLResponse | RedirectResponse:
+async def launch(request: Request, id_token: Annotated[str, Form(max_length=MAX_ID_TOKEN)] = "",
+                 state: Annotated[str, Form(max_length=200)] = "") -> HTMLResponse | RedirectResponse:
     """A verified launch signs the browser in: a learner lands on the assignment's page; an
     instructor on the staff dashboard once their LMS identity is linked to a staff account (the
     first time they sign in with its token); a deep-linking launch on the assignment picker."""
