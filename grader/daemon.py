@@ -129,6 +129,7 @@ def serve(path: Path, backends: tuple[str, ...] = ("local",)) -> None:
     except OSError:
         return  # another daemon got there first
     listener.listen(8)
+    mine = os.stat(path).st_ino  # the socket file this daemon bound (another may replace it later)
     session = Session()
     _warm_up(session, backends)
     from .settings import settings
@@ -149,7 +150,8 @@ def serve(path: Path, backends: tuple[str, ...] = ("local",)) -> None:
     finally:
         listener.close()
         with contextlib.suppress(OSError):
-            path.unlink()
+            if os.stat(path).st_ino == mine:  # never delete another daemon's socket
+                path.unlink()
         session.close()
 
 

@@ -108,3 +108,24 @@ def test_the_daemon_lives_in_the_users_cache_directory_however_deep(tmp_path: Pa
         assert second.stdout == first.stdout
     finally:
         subprocess.run([sys.executable, "-m", "grader.cli", "daemon", "stop"], env=env, capture_output=True, timeout=30)
+
+
+def test_a_daemon_that_ends_leaves_a_newer_daemons_socket_alone(daemon_env: dict[str, str], tmp_path: Path) -> None:
+    env = daemon_env | {"GRADER_DAEMON_IDLE_S": "2"}
+    grade(env, tmp_path, str(SUBMISSIONS / "correct_tinytorch.ipynb"))  # starts a daemon that idles out in 2 s
+    sockets = tmp_path / "cache" / "daemon"
+    deadline = time.monotonic() + 30
+    while not list(sockets.glob("*.sock")) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    [path] = list(sockets.glob("*.sock"))
+    path.unlink()  # someone cleared it, and a newer daemon bound the same path
+    import socket
+
+    newer = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    newer.bind(str(path))
+    try:
+        time.sleep(4)  # the first daemon idles out and ends
+        assert path.exists(), "the ending daemon deleted the newer daemon's socket"
+    finally:
+        newer.close()
+        path.unlink(missing_ok=True)
