@@ -14,7 +14,7 @@ import threading
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import urlencode, urlparse
 
 import jwt
 from sqlalchemy import delete, select
@@ -40,6 +40,7 @@ LOGIN_TTL = timedelta(minutes=10)
 NONCE_KEPT = timedelta(days=1)
 LEEWAY_S = 30
 JWKS_REFETCH_COOLDOWN_S = 2.0
+STUDENT_ID_CHARS = 128  # students.student_id
 
 
 @dataclass(frozen=True)
@@ -149,7 +150,52 @@ def verify_id_token(session: Session, config: LtiConfig, id_token: str, state: s
         raise LaunchRejected(f"unsupported message type {claims.get(CLAIM + 'message_type')!r}")
     if claims.get(CLAIM + "version") != "1.3.0":
         raise LaunchRejected(f"unsupported LTI version {claims.get(CLAIM + 'version')!r}")
+    check_shapes(claims)
     return platform, claims
+
+
+# ---- the claims the tool reads, with the types LTI gives them ------------------------------------
+
+ID, TEXT, TITLE, URL, TEXTS = "id", "text", "title", "url", "texts"
+LIMITS = {ID: 255, TEXT: 200, TITLE: 1000, URL: 2048}  # the columns' sizes (a title is only shown)
+SHAPES: dict[str, dict[str, str]] = {  # an object claim: its members the tool reads, and their kind
+    CLAIM + "context": {"id": ID, "title": TITLE},
+    CLAIM + "resource_link": {"id": ID},
+    CLAIM + "custom": {LINK_PARAM: TEXT},
+    CLAIM + "lis": {"person_sourcedid": TEXT},
+    AGS_CLAIM: {"lineitem": URL, "lineitems": URL},
+    NRPS_CLAIM: {"context_memberships_url": URL},
+    DL_CLAIM + "deep_linking_settings": {"deep_link_return_url": URL, "accept_types": TEXTS},
+}
+TOP: dict[str, str] = {"sub": ID, "name": TEXT, "email": TEXT, CLAIM + "roles": TEXTS}
+
+
+def check_shapes(claims: dict[str, Any]) -> None:
+    """Refuse a token whose claims the tool reads are not of the type LTI gives them (an object, a
+    string of sensible length, an http(s) URL, a list of strings): they would break the mapping."""
+    for name, kind in TOP.items():
+        _check(name, claims.get(name), kind)
+    for name, members in SHAPES.items():
+        found = claims.get(name)
+        if found is None:
+            continue
+        if not isinstance(found, dict):
+            raise LaunchRejected(f"the id_token's claim {name} is not a JSON object")
+        for member, kind in members.items():
+            _check(f"{name} {member}", found.get(member), kind)
+
+
+def _check(name: str, value: Any, kind: str) -> None:
+    if value is None:
+        return
+    if kind == TEXTS:
+        if not isinstance(value, list) or not all(isinstance(v, str) and len(v) <= LIMITS[URL] for v in value):
+            raise LaunchRejected(f"the id_token's claim {name} is not a list of strings")
+        return
+    if not isinstance(value, str) or len(value) > LIMITS[kind]:
+        raise LaunchRejected(f"the id_token's claim {name} is not a string of at most {LIMITS[kind]} characters")
+    if kind == URL and value and (urlparse(value).scheme not in ("https", "http") or not urlparse(value).netloc):
+        raise LaunchRejected(f"the id_token's claim {name} is not an http(s) URL")
 
 
 def is_staff(roles: list[str]) -> bool:
@@ -293,7 +339,7 @@ def upsert_user(session: Session, ctx: LtiContext, sub: str, role: str, name: st
         session.add(user)
     user.role, user.name, user.email = role, name or user.name or "", email or user.email or ""
     if role == "student" and user.student_pk is None:
-        student_id = sourcedid or email or sub
+        student_id = next((i for i in (sourcedid, email) if i and len(i) <= STUDENT_ID_CHARS), sub)[:STUDENT_ID_CHARS]
         student = session.scalar(select(Student).where(Student.course_id == ctx.course_id,
                                                        Student.student_id == student_id))
         if student is None:  # a credential nobody sees: the student signs in through the LMS

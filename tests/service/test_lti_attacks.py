@@ -1,0 +1,51 @@
+"""The LTI tool attacked: by a learner who reads their own launch, by an instructor of another LMS
+course on the same platform, by a platform that sends claims of the wrong shape or a return URL
+that is not a web page, and by other web pages."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from html import unescape
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.service.test_lti import _world, claims_of, login
+
+CLAIM = "https://purl.imsglobal.org/spec/lti/claim/"
+DL = "https://purl.imsglobal.org/spec/lti-dl/claim/deep_linking_settings"
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> Iterator[Any]:
+    """The tool and a registered platform (tests/service/test_lti.py), course cs249 with m11."""
+    yield from _world(tmp_path)
+
+
+def post_signed(client: Any, served: Any, change: dict[str, Any], **extra: str) -> Any:
+    """A launch whose id_token the platform signed with ``change`` applied to its claims."""
+    data, _ = login(client, served, **extra)
+    token = served.sign(claims_of(data["id_token"]) | change)
+    return client.post("/lti/launch", data={"id_token": token, "state": data["state"]}, follow_redirects=False)
+
+
+@pytest.mark.parametrize("change", [
+    {CLAIM + "custom": ["grader_link"]},
+    {CLAIM + "context": "ctx-1"},
+    {CLAIM + "resource_link": ["link-1"]},
+    {CLAIM + "context": {"id": ["ctx-1"]}},
+    {CLAIM + "roles": "http://purl.imsglobal.org/vocab/lis/v2/membership#Learner"},
+    {CLAIM + "lis": "sourcedid"},
+    {"name": {"given": "Alice"}},
+    {"https://purl.imsglobal.org/spec/lti-ags/claim/endpoint": ["lineitems"]},
+    {"https://purl.imsglobal.org/spec/lti-ags/claim/endpoint": {"lineitem": 5}},
+    {"https://purl.imsglobal.org/spec/lti-nrps/claim/namesroleservice": "members"},
+    {"https://purl.imsglobal.org/spec/lti-ags/claim/endpoint": {"lineitem": "file:///etc/passwd"}},
+    {"name": "A" * 5000},
+    {"sub": "u" * 300},
+])
+def test_claims_of_the_wrong_shape_are_refused_with_a_page_not_a_500(world: Any, change: dict[str, Any]) -> None:
+    client, served, _ = world
+    r = post_signed(client, served, change)
+    assert r.status_code == 400 and "could not be accepted" in unescape(r.text), r.text
