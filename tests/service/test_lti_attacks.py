@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.service.test_lti import _world, claims_of, login
+from tests.service.test_lti import INSTRUCTOR, _world, claims_of, login
 
 CLAIM = "https://purl.imsglobal.org/spec/lti/claim/"
 DL = "https://purl.imsglobal.org/spec/lti-dl/claim/deep_linking_settings"
@@ -49,3 +49,20 @@ def test_claims_of_the_wrong_shape_are_refused_with_a_page_not_a_500(world: Any,
     client, served, _ = world
     r = post_signed(client, served, change)
     assert r.status_code == 400 and "could not be accepted" in unescape(r.text), r.text
+
+
+@pytest.mark.parametrize("return_url", [
+    "javascript:alert(document.domain)//",
+    "https://lms.example;script-src 'unsafe-inline' *;/deep-link-return",  # into the answer's CSP header
+    "https://user:pass@lms.example/deep-link-return",
+    "data:text/html,<script>alert(1)</script>",
+])
+def test_a_deep_link_return_url_that_is_not_a_plain_web_address_is_refused(world: Any, return_url: str) -> None:
+    client, served, _ = world
+    data, _ = login(client, served, dl="1", role=INSTRUCTOR, sub="t1")
+    claims = claims_of(data["id_token"])
+    claims[DL] = claims[DL] | {"deep_link_return_url": return_url}
+    r = client.post("/lti/launch", data={"id_token": served.sign(claims), "state": data["state"]},
+                    follow_redirects=False)
+    assert r.status_code == 400 and "deep_link_return_url is not an http(s) URL" in unescape(r.text), r.text
+    assert "grader_lti_dl" not in r.cookies

@@ -9,6 +9,7 @@ instructor placing the tool in an LMS course; ``deep_link_request`` keeps what i
 from __future__ import annotations
 
 import logging
+import re
 import secrets
 import threading
 from dataclasses import dataclass
@@ -41,6 +42,7 @@ NONCE_KEPT = timedelta(days=1)
 LEEWAY_S = 30
 JWKS_REFETCH_COOLDOWN_S = 2.0
 STUDENT_ID_CHARS = 128  # students.student_id
+HOST = re.compile(r"([A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*|\[[0-9A-Fa-f:.]+\])(:[0-9]{1,5})?")
 
 
 @dataclass(frozen=True)
@@ -194,8 +196,16 @@ def _check(name: str, value: Any, kind: str) -> None:
         return
     if not isinstance(value, str) or len(value) > LIMITS[kind]:
         raise LaunchRejected(f"the id_token's claim {name} is not a string of at most {LIMITS[kind]} characters")
-    if kind == URL and value and (urlparse(value).scheme not in ("https", "http") or not urlparse(value).netloc):
+    if kind == URL and value and not web_url(value):
         raise LaunchRejected(f"the id_token's claim {name} is not an http(s) URL")
+
+
+def web_url(url: str) -> bool:
+    """An http(s) URL whose site is a plain host[:port] (no user info, nothing that could end a
+    header value it is put into, as the deep-linking answer's CSP) and without spaces."""
+    where = urlparse(url)
+    return (where.scheme in ("https", "http") and HOST.fullmatch(where.netloc) is not None
+            and not any(c.isspace() or ord(c) < 32 for c in url))
 
 
 def is_staff(roles: list[str]) -> bool:
