@@ -103,7 +103,7 @@ def build_app(lms: LMS) -> tuple[FastAPI, PlatformConf]:
         launch.html = lms.html
         launch.set_user_data(q.get("sub", "lms-user-1"), [q.get("role", "http://purl.imsglobal.org/vocab/lis/v2/membership#Learner")],
                              full_name="Alice Liddell", email_address="alice@example.edu")
-        launch.set_launch_context_claim("ctx-1", context_title="ML Systems")
+        launch.set_launch_context_claim(q.get("context", "ctx-1"), context_title="ML Systems")
         launch.set_resource_link_claim(q.get("link", "link-1"))
         if lms.custom:
             launch.set_custom_parameters_claim(dict(lms.custom))

@@ -55,6 +55,8 @@ passback_base_delay_s = 0.01
                         json={"slug": "m11", "title": "Embeddings", "policy": {"total": "visible"}})
         assert r.status_code == 201, r.text
         lms.custom = {"grader_link": client.get("/lti/courses/cs249/assignments/m11/link", headers=staff).json()["value"]}
+        if registered:
+            staff_opens_the_link(client, served, staff)
         yield client, served, staff
     served.stop()
 
@@ -102,6 +104,18 @@ def test_a_good_launch_signs_the_learner_in_as_a_student_of_the_course(world: An
     assert [s["student_id"] for s in students] == ["alice@example.edu"]
 
 
+def staff_opens_the_link(client: TestClient, served: Served, staff: dict[str, str]) -> None:
+    """The LMS course's first launch, by an instructor who signs in with a staff token: only course
+    staff link a new LMS course to the grader course its link names."""
+    r = launch(client, served, role=INSTRUCTOR, sub="t0")
+    assert r.status_code == 303 and r.headers["location"].startswith("/signin?"), r.text
+    next_url = unquote(r.headers["location"].split("next=", 1)[1])
+    staff_sign_in(client, staff["Authorization"].split()[1], next_url)
+    linked = client.get(next_url, follow_redirects=False)
+    assert (linked.status_code, linked.headers["location"]) == (303, "/staff/c/cs249/m11"), linked.text
+    client.cookies.clear()
+
+
 def staff_sign_in(client: TestClient, token: str, next_url: str) -> Any:
     form = client.get("/signin", params={"next": next_url})
     csrf = re.search(r'name="csrf" value="([^"]+)"', form.text)
@@ -139,7 +153,7 @@ def test_a_link_the_grader_did_not_sign_cannot_attach_an_lms_course(world: Any, 
                                                                      reason: str) -> None:
     client, served, staff = world
     served.lms.custom = custom
-    r = launch(client, served)
+    r = launch(client, served, context="ctx-new", role=INSTRUCTOR, sub="t0")  # staff, in a course not linked yet
     assert r.status_code == 400 and reason in unescape(r.text), r.text
     assert client.get("/api/courses/cs249/students", headers=staff).json() == []
 
@@ -394,6 +408,7 @@ def test_dynamic_registration_with_a_staff_invitation_then_a_launch(unregistered
     assert sent["initiate_login_uri"] == "https://testserver/lti/login" and sent["jwks_uri"] == "https://testserver/lti/jwks"
     assert sent["redirect_uris"] == ["https://testserver/lti/launch"] and tool["domain"] == "testserver"
     assert "https://purl.imsglobal.org/spec/lti-ags/scope/score" in sent["scope"].split()
+    staff_opens_the_link(client, served, staff)
     assert launch(client, served, lineitem="item-a").status_code == 303  # the new platform launches
     grade(client, 55.0)
     assert deliver(client) == 1 and served.lms.scores[0]["scoreGiven"] == 55.0

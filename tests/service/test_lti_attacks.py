@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.service.test_lti import INSTRUCTOR, _world, claims_of, login
+from tests.service.test_lti import INSTRUCTOR, _world, claims_of, launch, login
 
 CLAIM = "https://purl.imsglobal.org/spec/lti/claim/"
 DL = "https://purl.imsglobal.org/spec/lti-dl/claim/deep_linking_settings"
@@ -66,3 +66,23 @@ def test_a_deep_link_return_url_that_is_not_a_plain_web_address_is_refused(world
                     follow_redirects=False)
     assert r.status_code == 400 and "deep_link_return_url is not an http(s) URL" in unescape(r.text), r.text
     assert "grader_lti_dl" not in r.cookies
+
+
+def test_a_grader_link_read_from_a_launch_cannot_attach_another_lms_course(world: Any) -> None:
+    """Every learner sees the link's signed grader_link in their id_token; in a sandbox LMS course of
+    their own (or as an instructor of another course on the platform) they put it on a link."""
+    client, served, staff = world
+    data, _ = login(client, served)
+    leaked = claims_of(data["id_token"])[CLAIM + "custom"]["grader_link"]
+    client.cookies.clear()
+    served.lms.custom = {"grader_link": leaked}
+    for role in ("http://purl.imsglobal.org/vocab/lis/v2/membership%23Learner", INSTRUCTOR):
+        r = launch(client, served, context="sandbox", sub="friend", role=role)
+        if r.status_code == 303:  # an instructor is asked for a staff token: without one, nothing is linked
+            assert r.headers["location"].startswith("/signin?"), r.headers
+        else:
+            assert r.status_code == 400 and "course staff open this link" in unescape(r.text), r.text
+        client.cookies.clear()
+    r = launch(client, served, context="sandbox", sub="friend")
+    assert r.status_code == 400, r.headers
+    assert client.get("/api/courses/cs249/students", headers=staff).json() == []

@@ -216,26 +216,61 @@ def message_type(claims: dict[str, Any]) -> str:
     return str(claims.get(CLAIM + "message_type", ""))
 
 
-def map_launch(session: Session, secret: bytes, platform: Platform, claims: dict[str, Any]) -> Launch:
-    """The course, assignment and student (or instructor) of a verified resource-link launch."""
+class NeedsStaff(LaunchRejected):
+    """A launch that would link a new LMS course to a grader course, by an instructor whose LMS
+    account is not linked to a staff account yet: they sign in with a staff token first, then the
+    launch (``replayable``) is mapped again (``/lti/staff-link``)."""
+
+    def __init__(self, then: str) -> None:
+        super().__init__(UNLINKED_COURSE)
+        self.then = then
+
+
+UNLINKED_COURSE = ("this LMS course is not linked to the grader yet: course staff open this link from the LMS once "
+                   "first (signed in to the grader), or add the assignment through the LMS's deep linking")
+
+
+def map_launch(session: Session, secret: bytes, platform: Platform, claims: dict[str, Any],
+               staff_pk: int | None = None) -> Launch:
+    """The course, assignment and student (or instructor) of a verified resource-link launch.
+    Only course staff link a new LMS course to a grader course: an instructor whose LMS account is
+    linked to a staff account (or ``staff_pk``, the staff account just signed in). The signed
+    ``grader_link`` alone does not: every learner reads it in their own launch's id_token."""
     context = claims.get(CLAIM + "context") or {}
     link = claims.get(CLAIM + "resource_link") or {}
     custom = claims.get(CLAIM + "custom") or {}
     if not context.get("id") or not link.get("id"):
         raise LaunchRejected("the launch has no context or resource link")
+    role = "instructor" if is_staff(claims.get(CLAIM + "roles") or []) else "student"
+    if role == "instructor" and staff_pk is None:
+        staff_pk = staff_of(session, platform.issuer, claims["sub"])
     named = _named(secret, custom)
-    ctx = context_for(session, platform, claims, named[0] if named else None)
+    try:
+        ctx = context_for(session, platform, claims, named[0] if named else None, may_link=staff_pk is not None)
+    except NeedsStaff:
+        if role == "instructor" and named is not None:
+            raise NeedsStaff(f"/staff/c/{named[0]}/{named[1]}") from None
+        raise LaunchRejected(UNLINKED_COURSE) from None
     lti_link = _link(session, ctx, link["id"], named, (claims.get(AGS_CLAIM) or {}).get("lineitem", ""))
     course = session.get_one(Course, ctx.course_id)
     assignment = session.get_one(Assignment, lti_link.assignment_id)
-    role = "instructor" if is_staff(claims.get(CLAIM + "roles") or []) else "student"
     user = upsert_user(session, ctx, claims["sub"], role, claims.get("name", ""), claims.get("email", ""),
                        (claims.get(CLAIM + "lis") or {}).get("person_sourcedid", ""))
     shown = claims.get("name") or claims["sub"]
     if user.student_pk is not None:
         shown = session.get_one(Student, user.student_pk).student_id
-    staff_pk = staff_of(session, platform.issuer, claims["sub"]) if role == "instructor" else None
     return Launch(role, shown, course.slug, assignment.slug, user.id, user.student_pk, staff_pk)
+
+
+def replayable(claims: dict[str, Any]) -> dict[str, Any]:
+    """What ``map_launch`` reads of a verified launch, to map it again after a staff sign-in (kept
+    in a signed cookie meanwhile, so only the members it reads)."""
+    kept: dict[str, Any] = {k: claims[k] for k in ("sub", "name", "email", CLAIM + "deployment_id") if k in claims}
+    kept[CLAIM + "roles"] = [r for r in claims.get(CLAIM + "roles") or [] if is_staff([r])]
+    for name, members in SHAPES.items():
+        if isinstance(claims.get(name), dict):
+            kept[name] = {m: claims[name][m] for m in members if m in claims[name] and m != "title"}
+    return kept
 
 
 def _named(secret: bytes, custom: dict[str, Any]) -> tuple[str, str] | None:
@@ -252,9 +287,10 @@ def _named(secret: bytes, custom: dict[str, Any]) -> tuple[str, str] | None:
     return named
 
 
-def context_for(session: Session, platform: Platform, claims: dict[str, Any], course_slug: str | None
-                ) -> LtiContext:
-    """The LMS context of a launch, linked to a grader course the first time a signed link names one."""
+def context_for(session: Session, platform: Platform, claims: dict[str, Any], course_slug: str | None,
+                may_link: bool) -> LtiContext:
+    """The LMS context of a launch, linked to a grader course the first time a signed link names one
+    in a launch of course staff (``may_link``); ``NeedsStaff`` otherwise."""
     context_id = (claims.get(CLAIM + "context") or {}).get("id", "")
     deployment = claims[CLAIM + "deployment_id"]
     ctx = session.scalar(select(LtiContext).where(LtiContext.issuer == platform.issuer,
@@ -268,6 +304,8 @@ def context_for(session: Session, platform: Platform, claims: dict[str, Any], co
             raise LaunchRejected(f"this LMS course is not linked to a grader course yet: add the assignment through "
                                  f"the LMS's deep linking, or give the link the custom parameter {LINK_PARAM}=<value "
                                  f"from the grader>")
+        if not may_link:
+            raise NeedsStaff("")
         ctx = LtiContext(issuer=platform.issuer, client_id=platform.client_id, deployment_id=deployment,
                          context_id=context_id, course_id=course.id)
         session.add(ctx)

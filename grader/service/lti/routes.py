@@ -53,19 +53,21 @@ from .config import LtiConfig, config_path, load_config
 from .deeplink import answer, choices
 from .launch import (
     DEEP_LINKING,
+    NeedsStaff,
     deep_link_request,
     link_staff,
     login_redirect,
     map_launch,
     message_type,
     record,
+    replayable,
     staff_of,
     verify_id_token,
 )
 from .links import LINK_PARAM, link_value, seal, unseal
 from .models import LtiEvent, LtiPassback
 from .nrps import sync_roster
-from .registration import INVITE_TTL_S, invitation_url, register
+from .registration import INVITE_TTL_S, find_platform, invitation_url, register
 
 STATE_COOKIE = "grader_lti_state"
 LINK_COOKIE, DL_COOKIE = "grader_lti_link", "grader_lti_dl"  # a verified launch, handed over a staff sign-in
@@ -173,6 +175,9 @@ async def launch(request: Request, id_token: Annotated[str, Form(max_length=MAX_
                 audit(s, f"lti:{claims['sub']}", "lti_deep_link_launch", platform.issuer, {})
                 return response
             done = map_launch(s, secret, platform, claims)
+        except NeedsStaff as e:  # an instructor links a new LMS course: a staff sign-in first
+            return _signed_in_as_staff(request, s, secret, platform.issuer, claims["sub"], e.then,
+                                       replay={"client_id": platform.client_id, "claims": replayable(claims)})
         except LaunchRejected as e:
             return rejected(request, str(e), record(s, "launch_rejected", "", str(e)))
         audit(s, f"lti:{done.user}", "lti_launch", f"{done.course}/{done.assignment}", {"role": done.role})
@@ -189,10 +194,11 @@ async def launch(request: Request, id_token: Annotated[str, Form(max_length=MAX_
     return response
 
 
-def _signed_in_as_staff(request: Request, s: Session, secret: bytes, issuer: str, sub: str, then: str
-                        ) -> RedirectResponse:
+def _signed_in_as_staff(request: Request, s: Session, secret: bytes, issuer: str, sub: str, then: str,
+                        replay: dict[str, Any] | None = None) -> RedirectResponse:
     """To ``then`` with a staff session if this LMS user linked a staff account before; otherwise
-    to the sign-in page, after which ``/lti/staff-link`` links them (LMS roles alone grant nothing)."""
+    to the sign-in page, after which ``/lti/staff-link`` links them (LMS roles alone grant nothing)
+    and maps the launch in ``replay`` again, as staff's."""
     staff_pk = staff_of(s, issuer, sub)
     staff = s.get(Staff, staff_pk) if staff_pk is not None else None
     if staff is not None:
@@ -200,7 +206,8 @@ def _signed_in_as_staff(request: Request, s: Session, secret: bytes, issuer: str
         set_session(response, request, session_value(secret, "staff", staff.id, staff.token_hash))
         return response
     response = redirect("/signin?next=" + quote(f"/lti/staff-link?then={quote(then, safe='')}", safe=""))
-    _set_cookie(response, request, LINK_COOKIE, seal(secret, LINK_COOKIE, {"iss": issuer, "sub": sub}, HANDOVER_S))
+    pending = {"iss": issuer, "sub": sub} | (replay or {})
+    _set_cookie(response, request, LINK_COOKIE, seal(secret, LINK_COOKIE, pending, HANDOVER_S))
     return response
 
 
@@ -230,6 +237,14 @@ def staff_link(request: Request, then: str = "/staff") -> Response:
         if who is None:
             return redirect("/signin?next=" + quote(str(request.url.path) + "?" + str(request.url.query)))
         staff = s.scalars(select(Staff).where(Staff.name == who.name)).one()
+        if isinstance(pending.get("claims"), dict):  # the launch that links a new LMS course, now as staff's
+            platform = find_platform(s, _config(request), pending["iss"], pending.get("client_id"))
+            try:
+                if platform is None:
+                    raise LaunchRejected(f"the platform {pending['iss']!r} is no longer registered")
+                map_launch(s, secret, platform, pending["claims"], staff_pk=staff.id)
+            except LaunchRejected as e:
+                return error_page(request, 400, f"The LMS course could not be linked: {e}.")
         link_staff(s, pending["iss"], pending["sub"], staff.id)
         audit(s, who.name, "lti_link_staff", pending["iss"], {"sub": pending["sub"]})
         response = redirect(local_path(then) or "/staff")
