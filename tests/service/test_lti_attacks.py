@@ -86,3 +86,23 @@ def test_a_grader_link_read_from_a_launch_cannot_attach_another_lms_course(world
     r = launch(client, served, context="sandbox", sub="friend")
     assert r.status_code == 400, r.headers
     assert client.get("/api/courses/cs249/students", headers=staff).json() == []
+
+
+LEARNER_ROLE = "http://purl.imsglobal.org/vocab/lis/v2/membership#Learner"
+
+
+@pytest.mark.parametrize("members", [
+    [{"roles": [LEARNER_ROLE], "name": "No Id"}],
+    [{"user_id": "u2", "roles": LEARNER_ROLE}],
+    [{"user_id": "u2", "roles": [LEARNER_ROLE], "name": {"given": "Bob"}}],
+    [{"user_id": "u2", "roles": [LEARNER_ROLE], "email": "b" * 5000}],
+    ["u2"],
+])
+def test_a_roster_of_the_wrong_shape_is_refused_with_a_message_not_a_500(world: Any, members: list[Any]) -> None:
+    client, served, staff = world
+    assert launch(client, served).status_code == 303
+    served.lms.members = members
+    r = client.post("/lti/courses/cs249/roster/sync", headers=staff)
+    assert r.status_code == 422 and "member 1 of the LMS roster" in r.text, r.text
+    ids = [s["student_id"] for s in client.get("/api/courses/cs249/students", headers=staff).json()]
+    assert ids == ["alice@example.edu"]  # nothing half-imported

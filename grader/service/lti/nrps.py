@@ -16,24 +16,51 @@ from ..database import Database
 from ..ops import Invalid, audit
 from .ags import SCOPE_NRPS, Tokens
 from .config import LtiConfig, Platform
-from .launch import is_staff, upsert_user
+from .launch import ID, LIMITS, TEXT, is_staff, upsert_user
 from .models import LtiContext
 from .registration import find_platform
 
 MEMBERS_TYPE = "application/vnd.ims.lti-nrps.v2.membershipcontainer+json"
 
 
+MAX_PAGES = 1000
+
+
 def _members(url: str, token: str, http: httpx2.Client) -> list[dict[str, Any]]:
+    """Every member of every page, each checked (``_member``); a page seen before ends the list."""
     members: list[dict[str, Any]] = []
     next_url: str | None = url
-    while next_url:
+    seen: set[str] = set()
+    while next_url and next_url not in seen and len(seen) < MAX_PAGES:
+        seen.add(next_url)
         r = http.get(next_url, headers={"Authorization": f"Bearer {token}", "Accept": MEMBERS_TYPE})
         if r.status_code != 200:
             raise PassbackError(f"the membership service answered {r.status_code}: {r.text[:200]}")
-        members.extend(r.json().get("members", []))
+        body = r.json()
+        page = body.get("members") if isinstance(body, dict) else None
+        if not isinstance(page, list):
+            raise PassbackError("the membership service's answer has no list of members")
+        members.extend(_member(len(members) + i + 1, m) for i, m in enumerate(page))
         found = re.search(r'<([^>]+)>;\s*rel="?next"?', r.headers.get("link", ""))
         next_url = found.group(1) if found else None
     return members
+
+
+def _member(number: int, member: Any) -> dict[str, Any]:
+    """A member as the roster import reads it: a string user_id, a list of string roles, and
+    string name, email and SIS id that fit their columns."""
+    where = f"member {number} of the LMS roster"
+    if not isinstance(member, dict) or not isinstance(member.get("user_id"), str) or not member["user_id"]:
+        raise PassbackError(f"{where} has no user_id")
+    if len(member["user_id"]) > LIMITS[ID]:
+        raise PassbackError(f"{where} has a user_id longer than {LIMITS[ID]} characters")
+    roles = member.get("roles", [])
+    if not isinstance(roles, list) or not all(isinstance(r, str) for r in roles):
+        raise PassbackError(f"{where} has roles that are not a list of strings")
+    for name in ("name", "email", "lis_person_sourcedid", "status"):
+        if not isinstance(member.get(name, ""), str) or len(member.get(name, "")) > LIMITS[TEXT]:
+            raise PassbackError(f"{where} has a {name} that is not a string of at most {LIMITS[TEXT]} characters")
+    return member
 
 
 def _platform(session: Session, config: LtiConfig, issuer: str, client_id: str) -> Platform | None:
