@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from grader.service.lti.launch import is_staff
 from tests.service.test_lti import INSTRUCTOR, _world, claims_of, launch, login
 
 CLAIM = "https://purl.imsglobal.org/spec/lti/claim/"
@@ -106,3 +107,29 @@ def test_a_roster_of_the_wrong_shape_is_refused_with_a_message_not_a_500(world: 
     assert r.status_code == 422 and "member 1 of the LMS roster" in r.text, r.text
     ids = [s["student_id"] for s in client.get("/api/courses/cs249/students", headers=staff).json()]
     assert ids == ["alice@example.edu"]  # nothing half-imported
+
+
+@pytest.mark.parametrize("extra_role", [
+    "http://purl.imsglobal.org/vocab/lis/v2/institution/person#Instructor",  # teaches elsewhere (Canvas sends it)
+    "http://purl.imsglobal.org/vocab/lis/v2/institution/person#Administrator",
+    "http://purl.imsglobal.org/vocab/lis/v2/system/person#Administrator",
+    "http://purl.imsglobal.org/vocab/lis/v2/membership/Learner#Instructor",  # a sub-role of Learner
+])
+def test_only_a_role_in_this_course_makes_an_instructor(world: Any, extra_role: str) -> None:
+    """A learner of this course who holds a staff role elsewhere (the institution, the LMS site) is
+    its student: the launch signs them in to submit, not to a staff sign-in they cannot pass."""
+    client, served, staff = world
+    r = post_signed(client, served, {CLAIM + "roles": [LEARNER_ROLE, extra_role]})
+    assert (r.status_code, r.headers.get("location")) == (303, "/c/cs249/m11"), r.text
+    assert [s["student_id"] for s in client.get("/api/courses/cs249/students", headers=staff).json()] == [
+        "alice@example.edu"]
+
+
+@pytest.mark.parametrize("role", [
+    "http://purl.imsglobal.org/vocab/lis/v2/membership#Instructor",
+    "http://purl.imsglobal.org/vocab/lis/v2/membership/Instructor#TeachingAssistant",
+    "http://purl.imsglobal.org/vocab/lis/v2/membership#ContentDeveloper",
+    "Instructor",
+])
+def test_course_staff_roles_still_make_an_instructor(role: str) -> None:
+    assert is_staff(["http://purl.imsglobal.org/vocab/lis/v2/system/person#User", role])

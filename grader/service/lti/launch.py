@@ -35,7 +35,8 @@ CLAIM = "https://purl.imsglobal.org/spec/lti/claim/"
 AGS_CLAIM = "https://purl.imsglobal.org/spec/lti-ags/claim/endpoint"
 NRPS_CLAIM = "https://purl.imsglobal.org/spec/lti-nrps/claim/namesroleservice"
 DL_CLAIM = "https://purl.imsglobal.org/spec/lti-dl/claim/"
-STAFF_ROLES = ("#Instructor", "#Administrator", "#ContentDeveloper", "#TeachingAssistant", "Instructor#")
+MEMBERSHIP = "http://purl.imsglobal.org/vocab/lis/v2/membership"  # roles in the course (context)
+STAFF_ROLES = ("Instructor", "Administrator", "ContentDeveloper", "TeachingAssistant")
 RESOURCE_LINK, DEEP_LINKING = "LtiResourceLinkRequest", "LtiDeepLinkingRequest"
 LOGIN_TTL = timedelta(minutes=10)
 NONCE_KEPT = timedelta(days=1)
@@ -209,7 +210,16 @@ def web_url(url: str) -> bool:
 
 
 def is_staff(roles: list[str]) -> bool:
-    return any(r.endswith(suffix) or suffix in r for r in roles for suffix in STAFF_ROLES)
+    """A staff role in this course: ``membership#Instructor`` (or Administrator, ContentDeveloper,
+    TeachingAssistant), a sub-role of one (``membership/Instructor#TeachingAssistant``), or the short
+    name. Institution and system roles (someone who teaches elsewhere) and sub-roles of Learner
+    (``membership/Learner#Instructor``) are not."""
+    for role in roles:
+        base, _, name = role.partition("#")
+        if (role in STAFF_ROLES or (base == MEMBERSHIP and name in STAFF_ROLES)
+                or base.removeprefix(MEMBERSHIP + "/") in STAFF_ROLES):
+            return True
+    return False
 
 
 def message_type(claims: dict[str, Any]) -> str:
