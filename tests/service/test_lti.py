@@ -111,9 +111,20 @@ def staff_opens_the_link(client: TestClient, served: Served, staff: dict[str, st
     assert r.status_code == 303 and r.headers["location"].startswith("/signin?"), r.text
     next_url = unquote(r.headers["location"].split("next=", 1)[1])
     staff_sign_in(client, staff["Authorization"].split()[1], next_url)
-    linked = client.get(next_url, follow_redirects=False)
+    linked = confirm_staff_link(client, next_url)
     assert (linked.status_code, linked.headers["location"]) == (303, "/staff/c/cs249/m11"), linked.text
     client.cookies.clear()
+
+
+def confirm_staff_link(client: TestClient, link_url: str) -> Any:
+    """The staff member, signed in, confirms on /lti/staff-link that the LMS account is theirs."""
+    page = client.get(link_url, follow_redirects=False)
+    assert page.status_code == 200 and "Link my LMS account" in page.text, page.text
+    csrf = re.search(r'name="csrf" value="([^"]+)"', page.text)
+    then = re.search(r'name="then" value="([^"]+)"', page.text)
+    assert csrf and then, page.text
+    return client.post("/lti/staff-link", data={"csrf": csrf.group(1), "then": unescape(then.group(1))},
+                       follow_redirects=False)
 
 
 def staff_sign_in(client: TestClient, token: str, next_url: str) -> Any:
@@ -133,7 +144,7 @@ def test_an_instructor_becomes_staff_only_after_signing_in_once_with_a_staff_tok
     next_url = unquote(r.headers["location"].split("next=", 1)[1])
     signed = staff_sign_in(client, staff["Authorization"].split()[1], next_url)
     assert signed.headers["location"] == next_url
-    linked = client.get(next_url, follow_redirects=False)
+    linked = confirm_staff_link(client, next_url)
     assert (linked.status_code, linked.headers["location"]) == (303, "/staff/c/cs249/m11")
     client.cookies.clear()  # a new browser: the next launch signs the instructor in directly
     again = launch(client, served, role=INSTRUCTOR, sub="t1")
@@ -358,7 +369,7 @@ def test_deep_linking_places_an_assignment_that_students_then_launch(world: Any)
     assert r.status_code == 303 and r.headers["location"].startswith("/signin"), r.text
     next_url = unquote(r.headers["location"].split("next=", 1)[1])
     staff_sign_in(client, staff["Authorization"].split()[1], next_url)
-    assert client.get(next_url, follow_redirects=False).headers["location"] == "/lti/deep-link"
+    assert confirm_staff_link(client, next_url).headers["location"] == "/lti/deep-link"
     page = client.get("/lti/deep-link")
     assert page.status_code == 200 and 'value="cs249/m11"' in page.text, page.text
     csrf = re.search(r'name="csrf" value="([^"]+)"', page.text)

@@ -8,11 +8,12 @@ from collections.abc import Iterator
 from html import unescape
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 import pytest
 
 from grader.service.lti.launch import is_staff
-from tests.service.test_lti import INSTRUCTOR, _world, claims_of, launch, login
+from tests.service.test_lti import INSTRUCTOR, _world, claims_of, launch, login, staff_sign_in
 
 CLAIM = "https://purl.imsglobal.org/spec/lti/claim/"
 DL = "https://purl.imsglobal.org/spec/lti-dl/claim/deep_linking_settings"
@@ -133,3 +134,22 @@ def test_only_a_role_in_this_course_makes_an_instructor(world: Any, extra_role: 
 ])
 def test_course_staff_roles_still_make_an_instructor(role: str) -> None:
     assert is_staff(["http://purl.imsglobal.org/vocab/lis/v2/system/person#User", role])
+
+
+def test_a_page_cannot_make_a_signed_in_staff_browser_link_someone_elses_lms_account(world: Any) -> None:
+    """A hostile platform (or anyone who can get a launch of theirs into a staff member's browser)
+    starts an instructor launch as 'mallory' there, then sends the browser to /lti/staff-link: the
+    GET must not link mallory's LMS account to the staff member signed in."""
+    client, served, staff = world
+    staff_sign_in(client, staff["Authorization"].split()[1], "/staff")  # the victim, signed in to the grader
+    r = launch(client, served, role=INSTRUCTOR, sub="mallory", context="ctx-evil")
+    assert r.status_code == 303 and r.headers["location"].startswith("/signin?"), r.text
+    then = unquote(r.headers["location"].split("next=", 1)[1])
+    page = client.get(then, follow_redirects=False)  # the hostile page navigates the browser there
+    assert page.status_code == 200 and "Link" in page.text, page.text
+    forged = client.post("/lti/staff-link", data={"csrf": "nope", "then": "/staff"}, follow_redirects=False)
+    assert forged.status_code == 403
+    client.cookies.clear()  # mallory, in her own browser, launches again: no staff session for her
+    again = launch(client, served, role=INSTRUCTOR, sub="mallory", context="ctx-evil")
+    assert again.status_code == 303 and again.headers["location"].startswith("/signin?"), again.headers
+    assert client.get("/staff", follow_redirects=False).status_code == 303
