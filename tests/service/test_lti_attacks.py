@@ -153,3 +153,15 @@ def test_a_page_cannot_make_a_signed_in_staff_browser_link_someone_elses_lms_acc
     again = launch(client, served, role=INSTRUCTOR, sub="mallory", context="ctx-evil")
     assert again.status_code == 303 and again.headers["location"].startswith("/signin?"), again.headers
     assert client.get("/staff", follow_redirects=False).status_code == 303
+
+
+def test_an_unsigned_request_cannot_fill_the_event_log_or_echo_megabytes(world: Any) -> None:
+    """/lti/login takes anyone's request, and a refused one is kept for staff: what is kept (and
+    shown) of the request's own values is short."""
+    client, _, staff = world
+    huge = "https://x" + "x" * 300_000
+    r = client.post("/lti/login", data={"iss": huge, "login_hint": "u1", "client_id": "c" * 100_000})
+    assert r.status_code == 400 and "no platform is registered" in unescape(r.text), r.text[:300]
+    assert len(r.text) < 5000
+    [event] = [e for e in client.get("/lti/events", headers=staff).json() if e["kind"] == "login_rejected"]
+    assert len(event["issuer"]) <= 255 and len(event["detail"]) < 1000, (len(event["issuer"]), len(event["detail"]))

@@ -25,7 +25,7 @@ from sqlalchemy.orm import Session
 from ...errors import LaunchRejected
 from ..ops import new_token, token_hash
 from ..tables import Assignment, Course, Student, utcnow
-from .config import LtiConfig, Platform
+from .config import LtiConfig, Platform, shown
 from .links import LINK_PARAM, read_link
 from .models import LtiContext, LtiEvent, LtiLink, LtiLogin, LtiNonce, LtiUser
 from .registration import find_platform
@@ -43,6 +43,7 @@ NONCE_KEPT = timedelta(days=1)
 LEEWAY_S = 30
 JWKS_REFETCH_COOLDOWN_S = 2.0
 STUDENT_ID_CHARS = 128  # students.student_id
+MAX_DETAIL = 2000  # of an event kept for staff
 HOST = re.compile(r"([A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*|\[[0-9A-Fa-f:.]+\])(:[0-9]{1,5})?")
 
 
@@ -65,8 +66,8 @@ def login_redirect(session: Session, config: LtiConfig, params: dict[str, str]) 
     issuer, hint = params.get("iss", ""), params.get("login_hint", "")
     platform = find_platform(session, config, issuer, params.get("client_id") or None)
     if platform is None:
-        raise LaunchRejected(f"no platform is registered with issuer {issuer!r}"
-                             + (f" and client id {params['client_id']!r}" if params.get("client_id") else ""))
+        raise LaunchRejected(f"no platform is registered with issuer {shown(issuer)}"
+                             + (f" and client id {shown(params['client_id'])}" if params.get("client_id") else ""))
     if not hint:
         raise LaunchRejected("the login request has no login_hint")
     state, nonce = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
@@ -117,7 +118,7 @@ def verify_id_token(session: Session, config: LtiConfig, id_token: str, state: s
     except jwt.InvalidTokenError as e:
         raise LaunchRejected(f"the id_token is not a JWT ({e})") from None
     if unverified.get("iss") != login.issuer:
-        raise LaunchRejected(f"wrong issuer {unverified.get('iss')!r}: the login was started by {login.issuer!r}")
+        raise LaunchRejected(f"wrong issuer {shown(unverified.get('iss'))}: the login was started by {login.issuer!r}")
     platform = find_platform(session, config, login.issuer, login.client_id)
     if platform is None:
         raise LaunchRejected(f"the platform {login.issuer!r} is no longer registered")
@@ -148,11 +149,11 @@ def verify_id_token(session: Session, config: LtiConfig, id_token: str, state: s
         raise LaunchRejected("this id_token's nonce was used before (a replayed launch)") from None
     deployment = claims.get(CLAIM + "deployment_id")
     if deployment not in platform.deployment_ids:
-        raise LaunchRejected(f"deployment id {deployment!r} is not registered for {platform.issuer!r}")
+        raise LaunchRejected(f"deployment id {shown(deployment)} is not registered for {platform.issuer!r}")
     if claims.get(CLAIM + "message_type") not in (RESOURCE_LINK, DEEP_LINKING):
-        raise LaunchRejected(f"unsupported message type {claims.get(CLAIM + 'message_type')!r}")
+        raise LaunchRejected(f"unsupported message type {shown(claims.get(CLAIM + 'message_type'))}")
     if claims.get(CLAIM + "version") != "1.3.0":
-        raise LaunchRejected(f"unsupported LTI version {claims.get(CLAIM + 'version')!r}")
+        raise LaunchRejected(f"unsupported LTI version {shown(claims.get(CLAIM + 'version'))}")
     check_shapes(claims)
     return platform, claims
 
@@ -411,6 +412,7 @@ def upsert_user(session: Session, ctx: LtiContext, sub: str, role: str, name: st
 
 
 def record(session: Session, kind: str, issuer: str, detail: str) -> int:
+    issuer, detail = issuer[:255], detail[:MAX_DETAIL]  # the columns; a request's own values are cut shorter
     event = LtiEvent(kind=kind, issuer=issuer, detail=detail)
     session.add(event)
     session.flush()

@@ -18,7 +18,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from ...errors import LaunchRejected
-from .config import LtiConfig, Platform
+from .config import LtiConfig, Platform, shown
 from .links import seal, unseal
 from .models import LtiPlatform
 
@@ -94,7 +94,7 @@ def register(session: Session, config: LtiConfig, secret: bytes, invite: str, op
     found = _get_json(http, openid_configuration, "OpenID configuration", headers=auth)
     issuer = str(found.get("issuer", ""))
     if urlparse(issuer).netloc != where.netloc or urlparse(issuer).scheme != where.scheme:
-        raise LaunchRejected(f"the platform's issuer {issuer!r} is not the site of its configuration URL")
+        raise LaunchRejected(f"the platform's issuer {shown(issuer)} is not the site of its configuration URL")
     needed = ("authorization_endpoint", "token_endpoint", "jwks_uri", "registration_endpoint")
     if any(not isinstance(found.get(k), str) or not found.get(k) for k in needed):
         raise LaunchRejected(f"the platform's configuration lacks one of {', '.join(needed)}")
@@ -123,5 +123,5 @@ def register(session: Session, config: LtiConfig, secret: bytes, invite: str, op
         with session.begin_nested():
             session.add(row)
     except IntegrityError:
-        raise LaunchRejected(f"the platform {issuer!r} has registered client {client_id!r} already") from None
+        raise LaunchRejected(f"the platform {shown(issuer)} has registered client {shown(client_id)} already") from None
     return row
