@@ -72,6 +72,8 @@ class LMS:
     deep_links: list[dict[str, Any]] = field(default_factory=list)  # content items received
     registrations: list[dict[str, Any]] = field(default_factory=list)  # dynamic registration requests
     huge_configuration: bool = False  # answer the OpenID configuration with 1 MB
+    configuration_changes: dict[str, Any] = field(default_factory=dict)  # merged into the OpenID configuration
+    registration_changes: dict[str, Any] = field(default_factory=dict)  # merged into the registration answer
     down: bool = False
     lose_answers: bool = False  # take scores, but answer 503 (the answer is lost on the way back)
     scores: list[dict[str, Any]] = field(default_factory=list)  # (headers, body) of each accepted score
@@ -154,7 +156,8 @@ def build_app(lms: LMS) -> tuple[FastAPI, PlatformConf]:
                 "id_token_signing_alg_values_supported": ["RS256"], "scopes_supported": ["openid"],
                 "https://purl.imsglobal.org/spec/lti-platform-configuration": {
                     "product_family_code": "test-lms", "version": "1",
-                    "messages_supported": [{"type": "LtiResourceLinkRequest"}, {"type": "LtiDeepLinkingRequest"}]}}
+                    "messages_supported": [{"type": "LtiResourceLinkRequest"}, {"type": "LtiDeepLinkingRequest"}]}
+        } | lms.configuration_changes
 
     @app.post("/register")
     async def register(request: Request) -> Any:
@@ -163,7 +166,8 @@ def build_app(lms: LMS) -> tuple[FastAPI, PlatformConf]:
         body = await request.json()
         lms.registrations.append(body)
         return body | {"client_id": CLIENT_ID, "https://purl.imsglobal.org/spec/lti-tool-configuration":
-                       body["https://purl.imsglobal.org/spec/lti-tool-configuration"] | {"deployment_id": DEPLOYMENT}}
+                       body["https://purl.imsglobal.org/spec/lti-tool-configuration"] | {"deployment_id": DEPLOYMENT}
+                       } | lms.registration_changes
 
     @app.get("/gradebook")
     def gradebook() -> Any:

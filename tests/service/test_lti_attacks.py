@@ -13,7 +13,7 @@ from urllib.parse import unquote
 import pytest
 
 from grader.service.lti.launch import is_staff
-from tests.service.test_lti import INSTRUCTOR, _world, claims_of, launch, login, staff_sign_in
+from tests.service.test_lti import INSTRUCTOR, _world, claims_of, launch, login, opening, staff_sign_in
 
 CLAIM = "https://purl.imsglobal.org/spec/lti/claim/"
 DL = "https://purl.imsglobal.org/spec/lti-dl/claim/deep_linking_settings"
@@ -23,6 +23,12 @@ DL = "https://purl.imsglobal.org/spec/lti-dl/claim/deep_linking_settings"
 def world(tmp_path: Path) -> Iterator[Any]:
     """The tool and a registered platform (tests/service/test_lti.py), course cs249 with m11."""
     yield from _world(tmp_path)
+
+
+@pytest.fixture
+def unregistered(tmp_path: Path) -> Iterator[Any]:
+    """The tool with no platform in lti.toml (one comes by dynamic registration)."""
+    yield from _world(tmp_path, registered=False)
 
 
 def post_signed(client: Any, served: Any, change: dict[str, Any], **extra: str) -> Any:
@@ -165,3 +171,29 @@ def test_an_unsigned_request_cannot_fill_the_event_log_or_echo_megabytes(world: 
     assert len(r.text) < 5000
     [event] = [e for e in client.get("/lti/events", headers=staff).json() if e["kind"] == "login_rejected"]
     assert len(event["issuer"]) <= 255 and len(event["detail"]) < 1000, (len(event["issuer"]), len(event["detail"]))
+
+
+TOOL_CONFIGURATION = "https://purl.imsglobal.org/spec/lti-tool-configuration"
+
+
+@pytest.mark.parametrize("configuration, registration", [
+    ({"issuer": "{lms}/" + "x" * 300}, {}),
+    ({"authorization_endpoint": "javascript:alert(document.domain)"}, {}),
+    ({"jwks_uri": "file:///etc/passwd"}, {}),
+    ({}, {"client_id": ["grader-tool", "other"]}),
+    ({}, {"client_id": "c" * 300}),
+    ({}, {TOOL_CONFIGURATION: {"deployment_id": {"id": "d1"}}}),
+    ({"https://purl.imsglobal.org/spec/lti-platform-configuration": ["test-lms"]}, {"client_id": None}),
+])
+def test_a_registration_answer_of_the_wrong_shape_registers_nothing(unregistered: Any, configuration: dict[str, Any],
+                                                                     registration: dict[str, Any]) -> None:
+    client, served, staff = unregistered
+    served.lms.configuration_changes = {k: v.format(lms=served.lms.url) if isinstance(v, str) else v
+                                        for k, v in configuration.items()}
+    served.lms.registration_changes = registration
+    url = client.post("/lti/registrations", headers=staff).json()["url"]
+    r = client.get(opening(url, f"{served.lms.url}/.well-known/openid-configuration", "reg-token-1"))
+    assert r.status_code == 400 and "could not register" in unescape(r.text), r.text
+    assert len(r.text) < 5000
+    r = client.get("/lti/login", params={"iss": served.lms.url, "login_hint": "u1"})
+    assert r.status_code == 400 and "no platform is registered" in unescape(r.text)

@@ -44,13 +44,6 @@ class LtiConfig:
         return None
 
 
-def shown(value: object, limit: int = 100) -> str:
-    """``repr(value)`` cut to ``limit`` characters: a value from a request or a platform, in a
-    message shown to the user and kept in the event log."""
-    text = repr(value)
-    return text if len(text) <= limit else text[:limit] + "…"
-
-
 def config_path(data_dir: Path) -> Path:
     return Path(os.environ.get("GRADER_LTI_CONFIG", "") or data_dir / "lti.toml")
 

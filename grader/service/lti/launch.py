@@ -9,13 +9,12 @@ instructor placing the tool in an LMS course; ``deep_link_request`` keeps what i
 from __future__ import annotations
 
 import logging
-import re
 import secrets
 import threading
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
-from urllib.parse import urlencode, urlparse
+from urllib.parse import urlencode
 
 import jwt
 from sqlalchemy import delete, select
@@ -25,7 +24,8 @@ from sqlalchemy.orm import Session
 from ...errors import LaunchRejected
 from ..ops import new_token, token_hash
 from ..tables import Assignment, Course, Student, utcnow
-from .config import LtiConfig, Platform, shown
+from .checks import shown, web_url
+from .config import LtiConfig, Platform
 from .links import LINK_PARAM, read_link
 from .models import LtiContext, LtiEvent, LtiLink, LtiLogin, LtiNonce, LtiUser
 from .registration import find_platform
@@ -44,7 +44,6 @@ LEEWAY_S = 30
 JWKS_REFETCH_COOLDOWN_S = 2.0
 STUDENT_ID_CHARS = 128  # students.student_id
 MAX_DETAIL = 2000  # of an event kept for staff
-HOST = re.compile(r"([A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*|\[[0-9A-Fa-f:.]+\])(:[0-9]{1,5})?")
 
 
 @dataclass(frozen=True)
@@ -202,14 +201,6 @@ def _check(name: str, value: Any, kind: str) -> None:
         raise LaunchRejected(f"the id_token's claim {name} is not an http(s) URL")
 
 
-def web_url(url: str) -> bool:
-    """An http(s) URL whose site is a plain host[:port] (no user info, nothing that could end a
-    header value it is put into, as the deep-linking answer's CSP) and without spaces."""
-    where = urlparse(url)
-    return (where.scheme in ("https", "http") and HOST.fullmatch(where.netloc) is not None
-            and not any(c.isspace() or ord(c) < 32 for c in url))
-
-
 def is_staff(roles: list[str]) -> bool:
     """A staff role in this course: ``membership#Instructor`` (or Administrator, ContentDeveloper,
     TeachingAssistant), a sub-role of one (``membership/Instructor#TeachingAssistant``), or the short
@@ -267,10 +258,10 @@ def map_launch(session: Session, secret: bytes, platform: Platform, claims: dict
     assignment = session.get_one(Assignment, lti_link.assignment_id)
     user = upsert_user(session, ctx, claims["sub"], role, claims.get("name", ""), claims.get("email", ""),
                        (claims.get(CLAIM + "lis") or {}).get("person_sourcedid", ""))
-    shown = claims.get("name") or claims["sub"]
+    display = claims.get("name") or claims["sub"]
     if user.student_pk is not None:
-        shown = session.get_one(Student, user.student_pk).student_id
-    return Launch(role, shown, course.slug, assignment.slug, user.id, user.student_pk, staff_pk)
+        display = session.get_one(Student, user.student_pk).student_id
+    return Launch(role, display, course.slug, assignment.slug, user.id, user.student_pk, staff_pk)
 
 
 def replayable(claims: dict[str, Any]) -> dict[str, Any]:
