@@ -80,6 +80,8 @@ class LMS:
     refused: list[str] = field(default_factory=list)
     lineitems: dict[str, dict[str, Any]] = field(default_factory=dict)
     token_requests: int = 0
+    token_answer: Any = None  # answer token requests with this (JSON) instead of a token
+    lineitem_answer: Any = None  # answer line item creation with this (JSON) instead of the new item
     members: list[dict[str, Any]] = field(default_factory=list)
 
     def registration(self, private: str, public: str) -> Registration:
@@ -177,6 +179,8 @@ def build_app(lms: LMS) -> tuple[FastAPI, PlatformConf]:
     async def token(request: Request) -> Any:
         form = {k: str(v) for k, v in (await request.form()).items()}
         lms.token_requests += 1
+        if lms.token_answer is not None:
+            return JSONResponse(lms.token_answer)
         conf.get_registration().set_tool_key_set(lms.tool_jwks())
         claims = conf.tool_validate_and_decode(form["client_assertion"])  # the library skips aud: we check it
         if claims.get("aud") != f"{lms.url}/token" or claims.get("iss") != CLIENT_ID or claims.get("sub") != CLIENT_ID:
@@ -215,6 +219,8 @@ def build_app(lms: LMS) -> tuple[FastAPI, PlatformConf]:
     async def create(request: Request) -> Any:
         if request.headers.get("content-type") != "application/vnd.ims.lis.v2.lineitem+json":
             return JSONResponse({"error": "line item media type required"}, status_code=415)
+        if lms.lineitem_answer is not None:
+            return JSONResponse(lms.lineitem_answer, status_code=201)
         grades = await service(request)
         return answer(grades.handle_resp(grades.handle_create_lineitem))
 

@@ -13,7 +13,17 @@ from urllib.parse import unquote
 import pytest
 
 from grader.service.lti.launch import is_staff
-from tests.service.test_lti import INSTRUCTOR, _world, claims_of, launch, login, opening, staff_sign_in
+from tests.service.test_lti import (
+    INSTRUCTOR,
+    _world,
+    claims_of,
+    deliver,
+    grade,
+    launch,
+    login,
+    opening,
+    staff_sign_in,
+)
 
 CLAIM = "https://purl.imsglobal.org/spec/lti/claim/"
 DL = "https://purl.imsglobal.org/spec/lti-dl/claim/deep_linking_settings"
@@ -197,3 +207,29 @@ def test_a_registration_answer_of_the_wrong_shape_registers_nothing(unregistered
     assert len(r.text) < 5000
     r = client.get("/lti/login", params={"iss": served.lms.url, "login_hint": "u1"})
     assert r.status_code == 400 and "no platform is registered" in unescape(r.text)
+
+
+@pytest.mark.parametrize("answer", [{"token": "x"}, {"access_token": ["x"]}, {"access_token": "x", "expires_in": [1]},
+                                    ["access_token"]])
+def test_a_token_answer_of_the_wrong_shape_fails_the_passback_and_the_roster_sync_with_a_message(
+        world: Any, answer: Any) -> None:
+    client, served, staff = world
+    assert launch(client, served, lineitem="item-a").status_code == 303
+    served.lms.token_answer = answer
+    r = client.post("/lti/courses/cs249/roster/sync", headers=staff)
+    assert r.status_code == 422 and "access token" in r.text, r.text
+    grade(client, 50.0)
+    assert deliver(client) == 0
+    [failed] = client.get("/lti/passbacks", params={"state": "failed"}, headers=staff).json()
+    assert "access token" in failed["last_error"], failed
+
+
+@pytest.mark.parametrize("answer", [["item"], {"label": "no id"}, {"id": "javascript:alert(1)"}])
+def test_a_line_item_answer_without_a_url_fails_the_passback_with_a_message(world: Any, answer: Any) -> None:
+    client, served, staff = world
+    assert launch(client, served).status_code == 303  # no line item: the first passback creates one
+    served.lms.lineitem_answer = answer
+    grade(client, 50.0)
+    assert deliver(client) == 0
+    [failed] = client.get("/lti/passbacks", params={"state": "failed"}, headers=staff).json()
+    assert "no http(s) URL as its id" in failed["last_error"], failed

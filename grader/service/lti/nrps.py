@@ -36,7 +36,10 @@ def _members(url: str, token: str, http: httpx2.Client) -> list[dict[str, Any]]:
         r = http.get(next_url, headers={"Authorization": f"Bearer {token}", "Accept": MEMBERS_TYPE})
         if r.status_code != 200:
             raise PassbackError(f"the membership service answered {r.status_code}: {r.text[:200]}")
-        body = r.json()
+        try:
+            body = r.json()
+        except ValueError:
+            body = None
         page = body.get("members") if isinstance(body, dict) else None
         if not isinstance(page, list):
             raise PassbackError("the membership service's answer has no list of members")
