@@ -338,7 +338,7 @@ def test_names_and_roles_import_the_roster(world: Any) -> None:
         {"user_id": "u3", "roles": ["http://purl.imsglobal.org/vocab/lis/v2/membership#Learner"], "status": "Inactive"},
     ]
     r = client.post("/api/courses/cs249/roster/sync".replace("/api", "/lti"), headers=staff)
-    assert r.json() == {"students": 1, "instructors": 1, "inactive": 1}, r.text
+    assert r.json() == {"students": 1, "instructors": 1, "inactive": 1, "conflicts": 0}, r.text
     ids = [s["student_id"] for s in client.get("/api/courses/cs249/students", headers=staff).json()]
     assert ids == ["alice@example.edu", "bob@example.edu"]
 

@@ -233,3 +233,21 @@ def test_a_line_item_answer_without_a_url_fails_the_passback_with_a_message(worl
     assert deliver(client) == 0
     [failed] = client.get("/lti/passbacks", params={"state": "failed"}, headers=staff).json()
     assert "no http(s) URL as its id" in failed["last_error"], failed
+
+
+@pytest.mark.parametrize("claims", [
+    {"email": "alice@example.edu"},  # Moodle with allowaccountssameemail: two accounts, one address
+    {"email": "", CLAIM + "lis": {"person_sourcedid": "alice@example.edu"}},  # an SIS id that is her id
+])
+def test_a_second_lms_account_cannot_take_over_a_student_another_account_launched_as(world: Any,
+                                                                                   claims: dict[str, Any]) -> None:
+    client, served, staff = world
+    assert launch(client, served).status_code == 303  # alice (LMS user lms-user-1) is student alice@example.edu
+    client.cookies.clear()
+    r = post_signed(client, served, {"sub": "lms-user-2", "name": "Mallory"} | claims)
+    assert r.status_code == 400 and "another LMS account" in unescape(r.text), r.headers
+    assert client.get("/c/cs249/m11", follow_redirects=False).status_code == 303  # not signed in as alice
+    served.lms.members = [{"user_id": "lms-user-2", "roles": [LEARNER_ROLE], "name": "Mallory",
+                           "email": "alice@example.edu"}]
+    sync = client.post("/lti/courses/cs249/roster/sync", headers=staff)  # the roster import does not either
+    assert sync.status_code == 200 and sync.json()["conflicts"] == 1, sync.text

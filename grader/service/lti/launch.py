@@ -382,24 +382,41 @@ def deep_link_request(platform: Platform, claims: dict[str, Any]) -> dict[str, A
 def upsert_user(session: Session, ctx: LtiContext, sub: str, role: str, name: str, email: str, sourcedid: str
                 ) -> LtiUser:
     """The LMS user in this context; a learner is matched to (or added as) a student of the course,
-    by the LMS's SIS id, else the email, else the LTI user id."""
+    by the LMS's SIS id, else the email, else the LTI user id (``student_of``)."""
     user = session.scalar(select(LtiUser).where(LtiUser.context_pk == ctx.id, LtiUser.sub == sub))
+    student = None
+    if role == "student" and (user is None or user.student_pk is None):
+        student = student_of(session, ctx, sub, name, email, sourcedid)
     if user is None:
         user = LtiUser(context_pk=ctx.id, sub=sub, role=role)
         session.add(user)
     user.role, user.name, user.email = role, name or user.name or "", email or user.email or ""
-    if role == "student" and user.student_pk is None:
-        student_id = next((i for i in (sourcedid, email) if i and len(i) <= STUDENT_ID_CHARS), sub)[:STUDENT_ID_CHARS]
-        student = session.scalar(select(Student).where(Student.course_id == ctx.course_id,
-                                                       Student.student_id == student_id))
-        if student is None:  # a credential nobody sees: the student signs in through the LMS
-            student = Student(course_id=ctx.course_id, student_id=student_id, name=name, email=email,
-                              roster_json="{}", token_hash=token_hash(new_token("student")))
-            session.add(student)
-            session.flush()
+    if student is not None:
         user.student_pk = student.id
     session.flush()
     return user
+
+
+def student_of(session: Session, ctx: LtiContext, sub: str, name: str, email: str, sourcedid: str) -> Student:
+    """The course's student with this LMS user's SIS id, else email, else LTI user id (made if
+    there is none). A student already linked to another LMS account is refused: two LMS accounts
+    with one email (Moodle allows it), or an SIS id equal to someone's email, are not one student."""
+    student_id = next((i for i in (sourcedid, email) if i and len(i) <= STUDENT_ID_CHARS), sub)[:STUDENT_ID_CHARS]
+    student = session.scalar(select(Student).where(Student.course_id == ctx.course_id,
+                                                   Student.student_id == student_id))
+    if student is None:  # a credential nobody sees: the student signs in through the LMS
+        student = Student(course_id=ctx.course_id, student_id=student_id, name=name, email=email,
+                          roster_json="{}", token_hash=token_hash(new_token("student")))
+        session.add(student)
+        session.flush()
+        return student
+    others = (select(LtiUser.id).join(LtiContext, LtiContext.id == LtiUser.context_pk)
+              .where(LtiUser.student_pk == student.id, (LtiContext.issuer != ctx.issuer) | (LtiUser.sub != sub)))
+    if session.scalar(others.limit(1)) is not None:
+        raise LaunchRejected(f"this LMS account's id in the grader, {shown(student_id)}, is that of a student who "
+                             f"opens the course from another LMS account: course staff can tell the two apart "
+                             f"(give this account its own SIS id or email in the LMS)")
+    return student
 
 
 def record(session: Session, kind: str, issuer: str, detail: str) -> int:

@@ -11,7 +11,7 @@ import httpx2
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from ...errors import PassbackError
+from ...errors import LaunchRejected, PassbackError
 from ..database import Database
 from ..ops import Invalid, audit
 from .ags import SCOPE_NRPS, Tokens
@@ -76,7 +76,7 @@ def sync_roster(db: Database, config: LtiConfig, tokens: Tokens, course_id: int,
     if not contexts:
         raise Invalid("no LMS course with a membership service is linked to this course yet: launch it from the LMS "
                       "once first")
-    counts = {"students": 0, "instructors": 0, "inactive": 0}
+    counts = {"students": 0, "instructors": 0, "inactive": 0, "conflicts": 0}
     with httpx2.Client(timeout=15) as http:
         for ctx in contexts:
             platform = db.run(partial(_platform, config=config, issuer=ctx.issuer, client_id=ctx.client_id))
@@ -93,8 +93,13 @@ def sync_roster(db: Database, config: LtiConfig, tokens: Tokens, course_id: int,
                         counts["inactive"] += 1
                         continue
                     role = "instructor" if is_staff(m.get("roles", [])) else "student"
-                    upsert_user(s, s.get_one(LtiContext, ctx.id), str(m["user_id"]), role, m.get("name", ""),
-                                m.get("email", ""), m.get("lis_person_sourcedid", ""))
+                    try:
+                        with s.begin_nested():
+                            upsert_user(s, s.get_one(LtiContext, ctx.id), str(m["user_id"]), role,
+                                        m.get("name", ""), m.get("email", ""), m.get("lis_person_sourcedid", ""))
+                    except LaunchRejected:  # the id of a student linked to another LMS account
+                        counts["conflicts"] += 1
+                        continue
                     counts["students" if role == "student" else "instructors"] += 1
                 audit(s, staff, "lti_roster_sync", str(course_id), counts)
 
