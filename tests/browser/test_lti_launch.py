@@ -56,9 +56,35 @@ jwks_url = "{lms.url}/jwks"
         served.stop()
 
 
+INSTRUCTOR = "http://purl.imsglobal.org/vocab/lis/v2/membership%23Instructor"
+
+
+def staff_opens_the_link_once(browser: Any, service: Service, served: Any) -> None:
+    """Only course staff link a new LMS course to the grader: the instructor opens the link, signs in
+    with a staff token and confirms the LMS account is theirs; then the browser forgets them."""
+    from selenium.webdriver.common.by import By
+
+    browser.get(f"{served.lms.url}/start?sub=t0&role={INSTRUCTOR}")
+    wait_for(browser, lambda d: "/signin" in d.current_url, "the grader to ask the instructor to sign in once")
+    browser.find_element(By.ID, "token").send_keys(service.staff_token)
+    click_and_load(browser, browser.find_element(By.CSS_SELECTOR, "form.card button[type=submit]"))
+    confirm_the_lms_account(browser)
+    wait_for(browser, lambda d: d.current_url.endswith("/staff/c/cs249/m11"), "the assignment's staff page")
+    browser.delete_all_cookies()
+
+
+def confirm_the_lms_account(browser: Any) -> None:
+    from selenium.webdriver.common.by import By
+
+    wait_for(browser, lambda d: "/lti/staff-link" in d.current_url, "the grader to ask to link the LMS account")
+    assert "Link my LMS account" in browser.find_element(By.CSS_SELECTOR, "main").text
+    click_and_load(browser, browser.find_element(By.CSS_SELECTOR, "form.card button[type=submit]"))
+
+
 def test_launch_upload_grade_and_the_score_reaches_the_lms_gradebook(browser: Any, lti_world: Any,
                                                                      tmp_path: Path) -> None:
     service, served = lti_world
+    staff_opens_the_link_once(browser, service, served)
     browser.get(f"{served.lms.url}/start?lineitem=item-b")
     wait_for(browser, lambda d: d.current_url.endswith("/c/cs249/m11"), "the launch to land on the assignment")
     assert "alice@example.edu" in browser.find_element("css selector", "header .who").text
@@ -84,12 +110,12 @@ def test_an_instructor_places_an_assignment_by_deep_linking(browser: Any, lti_wo
     from selenium.webdriver.common.by import By
 
     service, served = lti_world
-    instructor = "http://purl.imsglobal.org/vocab/lis/v2/membership%23Instructor"
-    browser.get(f"{served.lms.url}/start?dl=1&sub=t9&role={instructor}")
+    browser.get(f"{served.lms.url}/start?dl=1&sub=t9&role={INSTRUCTOR}")
     wait_for(browser, lambda d: "/signin" in d.current_url, "the grader to ask the instructor to sign in once")
     assert "from your LMS as an instructor" in browser.find_element(By.CSS_SELECTOR, "main").text
     browser.find_element(By.ID, "token").send_keys(service.staff_token)
     click_and_load(browser, browser.find_element(By.CSS_SELECTOR, "form.card button[type=submit]"))
+    confirm_the_lms_account(browser)
     wait_for(browser, lambda d: d.current_url.endswith("/lti/deep-link"), "the assignment picker")
     inspect_page(browser, "lti-deep-link")
     browser.find_element(By.CSS_SELECTOR, "form.card button[type=submit]").click()

@@ -72,12 +72,16 @@ class LMS:
     deep_links: list[dict[str, Any]] = field(default_factory=list)  # content items received
     registrations: list[dict[str, Any]] = field(default_factory=list)  # dynamic registration requests
     huge_configuration: bool = False  # answer the OpenID configuration with 1 MB
+    configuration_changes: dict[str, Any] = field(default_factory=dict)  # merged into the OpenID configuration
+    registration_changes: dict[str, Any] = field(default_factory=dict)  # merged into the registration answer
     down: bool = False
     lose_answers: bool = False  # take scores, but answer 503 (the answer is lost on the way back)
     scores: list[dict[str, Any]] = field(default_factory=list)  # (headers, body) of each accepted score
     refused: list[str] = field(default_factory=list)
     lineitems: dict[str, dict[str, Any]] = field(default_factory=dict)
     token_requests: int = 0
+    token_answer: Any = None  # answer token requests with this (JSON) instead of a token
+    lineitem_answer: Any = None  # answer line item creation with this (JSON) instead of the new item
     members: list[dict[str, Any]] = field(default_factory=list)
 
     def registration(self, private: str, public: str) -> Registration:
@@ -103,7 +107,7 @@ def build_app(lms: LMS) -> tuple[FastAPI, PlatformConf]:
         launch.html = lms.html
         launch.set_user_data(q.get("sub", "lms-user-1"), [q.get("role", "http://purl.imsglobal.org/vocab/lis/v2/membership#Learner")],
                              full_name="Alice Liddell", email_address="alice@example.edu")
-        launch.set_launch_context_claim("ctx-1", context_title="ML Systems")
+        launch.set_launch_context_claim(q.get("context", "ctx-1"), context_title="ML Systems")
         launch.set_resource_link_claim(q.get("link", "link-1"))
         if lms.custom:
             launch.set_custom_parameters_claim(dict(lms.custom))
@@ -154,7 +158,8 @@ def build_app(lms: LMS) -> tuple[FastAPI, PlatformConf]:
                 "id_token_signing_alg_values_supported": ["RS256"], "scopes_supported": ["openid"],
                 "https://purl.imsglobal.org/spec/lti-platform-configuration": {
                     "product_family_code": "test-lms", "version": "1",
-                    "messages_supported": [{"type": "LtiResourceLinkRequest"}, {"type": "LtiDeepLinkingRequest"}]}}
+                    "messages_supported": [{"type": "LtiResourceLinkRequest"}, {"type": "LtiDeepLinkingRequest"}]}
+        } | lms.configuration_changes
 
     @app.post("/register")
     async def register(request: Request) -> Any:
@@ -163,7 +168,8 @@ def build_app(lms: LMS) -> tuple[FastAPI, PlatformConf]:
         body = await request.json()
         lms.registrations.append(body)
         return body | {"client_id": CLIENT_ID, "https://purl.imsglobal.org/spec/lti-tool-configuration":
-                       body["https://purl.imsglobal.org/spec/lti-tool-configuration"] | {"deployment_id": DEPLOYMENT}}
+                       body["https://purl.imsglobal.org/spec/lti-tool-configuration"] | {"deployment_id": DEPLOYMENT}
+                       } | lms.registration_changes
 
     @app.get("/gradebook")
     def gradebook() -> Any:
@@ -173,6 +179,8 @@ def build_app(lms: LMS) -> tuple[FastAPI, PlatformConf]:
     async def token(request: Request) -> Any:
         form = {k: str(v) for k, v in (await request.form()).items()}
         lms.token_requests += 1
+        if lms.token_answer is not None:
+            return JSONResponse(lms.token_answer)
         conf.get_registration().set_tool_key_set(lms.tool_jwks())
         claims = conf.tool_validate_and_decode(form["client_assertion"])  # the library skips aud: we check it
         if claims.get("aud") != f"{lms.url}/token" or claims.get("iss") != CLIENT_ID or claims.get("sub") != CLIENT_ID:
@@ -211,6 +219,8 @@ def build_app(lms: LMS) -> tuple[FastAPI, PlatformConf]:
     async def create(request: Request) -> Any:
         if request.headers.get("content-type") != "application/vnd.ims.lis.v2.lineitem+json":
             return JSONResponse({"error": "line item media type required"}, status_code=415)
+        if lms.lineitem_answer is not None:
+            return JSONResponse(lms.lineitem_answer, status_code=201)
         grades = await service(request)
         return answer(grades.handle_resp(grades.handle_create_lineitem))
 

@@ -55,6 +55,8 @@ passback_base_delay_s = 0.01
                         json={"slug": "m11", "title": "Embeddings", "policy": {"total": "visible"}})
         assert r.status_code == 201, r.text
         lms.custom = {"grader_link": client.get("/lti/courses/cs249/assignments/m11/link", headers=staff).json()["value"]}
+        if registered:
+            staff_opens_the_link(client, served, staff)
         yield client, served, staff
     served.stop()
 
@@ -102,6 +104,29 @@ def test_a_good_launch_signs_the_learner_in_as_a_student_of_the_course(world: An
     assert [s["student_id"] for s in students] == ["alice@example.edu"]
 
 
+def staff_opens_the_link(client: TestClient, served: Served, staff: dict[str, str]) -> None:
+    """The LMS course's first launch, by an instructor who signs in with a staff token: only course
+    staff link a new LMS course to the grader course its link names."""
+    r = launch(client, served, role=INSTRUCTOR, sub="t0")
+    assert r.status_code == 303 and r.headers["location"].startswith("/signin?"), r.text
+    next_url = unquote(r.headers["location"].split("next=", 1)[1])
+    staff_sign_in(client, staff["Authorization"].split()[1], next_url)
+    linked = confirm_staff_link(client, next_url)
+    assert (linked.status_code, linked.headers["location"]) == (303, "/staff/c/cs249/m11"), linked.text
+    client.cookies.clear()
+
+
+def confirm_staff_link(client: TestClient, link_url: str) -> Any:
+    """The staff member, signed in, confirms on /lti/staff-link that the LMS account is theirs."""
+    page = client.get(link_url, follow_redirects=False)
+    assert page.status_code == 200 and "Link my LMS account" in page.text, page.text
+    csrf = re.search(r'name="csrf" value="([^"]+)"', page.text)
+    then = re.search(r'name="then" value="([^"]+)"', page.text)
+    assert csrf and then, page.text
+    return client.post("/lti/staff-link", data={"csrf": csrf.group(1), "then": unescape(then.group(1))},
+                       follow_redirects=False)
+
+
 def staff_sign_in(client: TestClient, token: str, next_url: str) -> Any:
     form = client.get("/signin", params={"next": next_url})
     csrf = re.search(r'name="csrf" value="([^"]+)"', form.text)
@@ -119,7 +144,7 @@ def test_an_instructor_becomes_staff_only_after_signing_in_once_with_a_staff_tok
     next_url = unquote(r.headers["location"].split("next=", 1)[1])
     signed = staff_sign_in(client, staff["Authorization"].split()[1], next_url)
     assert signed.headers["location"] == next_url
-    linked = client.get(next_url, follow_redirects=False)
+    linked = confirm_staff_link(client, next_url)
     assert (linked.status_code, linked.headers["location"]) == (303, "/staff/c/cs249/m11")
     client.cookies.clear()  # a new browser: the next launch signs the instructor in directly
     again = launch(client, served, role=INSTRUCTOR, sub="t1")
@@ -139,7 +164,7 @@ def test_a_link_the_grader_did_not_sign_cannot_attach_an_lms_course(world: Any, 
                                                                      reason: str) -> None:
     client, served, staff = world
     served.lms.custom = custom
-    r = launch(client, served)
+    r = launch(client, served, context="ctx-new", role=INSTRUCTOR, sub="t0")  # staff, in a course not linked yet
     assert r.status_code == 400 and reason in unescape(r.text), r.text
     assert client.get("/api/courses/cs249/students", headers=staff).json() == []
 
@@ -313,7 +338,7 @@ def test_names_and_roles_import_the_roster(world: Any) -> None:
         {"user_id": "u3", "roles": ["http://purl.imsglobal.org/vocab/lis/v2/membership#Learner"], "status": "Inactive"},
     ]
     r = client.post("/api/courses/cs249/roster/sync".replace("/api", "/lti"), headers=staff)
-    assert r.json() == {"students": 1, "instructors": 1, "inactive": 1}, r.text
+    assert r.json() == {"students": 1, "instructors": 1, "inactive": 1, "conflicts": 0}, r.text
     ids = [s["student_id"] for s in client.get("/api/courses/cs249/students", headers=staff).json()]
     assert ids == ["alice@example.edu", "bob@example.edu"]
 
@@ -344,7 +369,7 @@ def test_deep_linking_places_an_assignment_that_students_then_launch(world: Any)
     assert r.status_code == 303 and r.headers["location"].startswith("/signin"), r.text
     next_url = unquote(r.headers["location"].split("next=", 1)[1])
     staff_sign_in(client, staff["Authorization"].split()[1], next_url)
-    assert client.get(next_url, follow_redirects=False).headers["location"] == "/lti/deep-link"
+    assert confirm_staff_link(client, next_url).headers["location"] == "/lti/deep-link"
     page = client.get("/lti/deep-link")
     assert page.status_code == 200 and 'value="cs249/m11"' in page.text, page.text
     csrf = re.search(r'name="csrf" value="([^"]+)"', page.text)
@@ -394,6 +419,7 @@ def test_dynamic_registration_with_a_staff_invitation_then_a_launch(unregistered
     assert sent["initiate_login_uri"] == "https://testserver/lti/login" and sent["jwks_uri"] == "https://testserver/lti/jwks"
     assert sent["redirect_uris"] == ["https://testserver/lti/launch"] and tool["domain"] == "testserver"
     assert "https://purl.imsglobal.org/spec/lti-ags/scope/score" in sent["scope"].split()
+    staff_opens_the_link(client, served, staff)
     assert launch(client, served, lineitem="item-a").status_code == 303  # the new platform launches
     grade(client, 55.0)
     assert deliver(client) == 1 and served.lms.scores[0]["scoreGiven"] == 55.0

@@ -24,6 +24,7 @@ from ...errors import PassbackError
 from ..database import Database
 from ..ops import effective, history, policy_of, released
 from ..tables import Assignment, Grading, Override, Student, Submission, utcnow
+from .checks import web_url
 from .config import LtiConfig, Platform
 from .keys import signing_key
 from .launch import record
@@ -68,11 +69,23 @@ class Tokens:
             "client_assertion_type": "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"})
         if r.status_code != 200:
             raise PassbackError(f"token request to {platform.auth_token_url} answered {r.status_code}: {r.text[:200]}")
-        body = r.json()
-        token = _Token(body["access_token"], time.time() + max(0, int(body.get("expires_in", 3600)) - 30))
+        token = _Token(*_token_of(r))
         with self._lock:
             self._cache[key] = token
         return token.value
+
+
+def _token_of(r: httpx2.Response) -> tuple[str, float]:
+    """The access token of a token answer, and when to stop using it (30 s before it expires)."""
+    try:
+        body = r.json()
+        value, life = body["access_token"], float(body.get("expires_in", 3600))
+    except (ValueError, KeyError, TypeError, AttributeError):
+        value, life = None, 0.0
+    if not isinstance(value, str) or not value:
+        raise PassbackError(f"the token endpoint's answer has no access token (a JSON object with a string "
+                            f"access_token and a number expires_in): {r.text[:200]}")
+    return value, time.time() + max(0.0, life - 30)
 
 
 def client_assertion(session: Session, platform: Platform) -> str:
@@ -219,7 +232,12 @@ def _lineitem(db: Database, item: Due, tokens: Tokens, http: httpx2.Client) -> s
                         "resourceLinkId": item.resource_link_id, "resourceId": f"grader-{item.link_pk}"})
     if r.status_code not in (200, 201):
         raise PassbackError(f"creating the line item answered {r.status_code}: {r.text[:200]}")
-    url = str(r.json()["id"])
+    try:
+        url = r.json()["id"]
+    except (ValueError, KeyError, TypeError):
+        url = None
+    if not isinstance(url, str) or not web_url(url):
+        raise PassbackError(f"the line item the platform made has no http(s) URL as its id: {r.text[:200]}")
     db.run(lambda s: setattr(s.get_one(LtiLink, item.link_pk), "lineitem_url", url))
     return url
 

@@ -24,6 +24,7 @@ from sqlalchemy.orm import Session
 from ...errors import LaunchRejected
 from ..ops import new_token, token_hash
 from ..tables import Assignment, Course, Student, utcnow
+from .checks import shown, web_url
 from .config import LtiConfig, Platform
 from .links import LINK_PARAM, read_link
 from .models import LtiContext, LtiEvent, LtiLink, LtiLogin, LtiNonce, LtiUser
@@ -34,12 +35,15 @@ CLAIM = "https://purl.imsglobal.org/spec/lti/claim/"
 AGS_CLAIM = "https://purl.imsglobal.org/spec/lti-ags/claim/endpoint"
 NRPS_CLAIM = "https://purl.imsglobal.org/spec/lti-nrps/claim/namesroleservice"
 DL_CLAIM = "https://purl.imsglobal.org/spec/lti-dl/claim/"
-STAFF_ROLES = ("#Instructor", "#Administrator", "#ContentDeveloper", "#TeachingAssistant", "Instructor#")
+MEMBERSHIP = "http://purl.imsglobal.org/vocab/lis/v2/membership"  # roles in the course (context)
+STAFF_ROLES = ("Instructor", "Administrator", "ContentDeveloper", "TeachingAssistant")
 RESOURCE_LINK, DEEP_LINKING = "LtiResourceLinkRequest", "LtiDeepLinkingRequest"
 LOGIN_TTL = timedelta(minutes=10)
 NONCE_KEPT = timedelta(days=1)
 LEEWAY_S = 30
 JWKS_REFETCH_COOLDOWN_S = 2.0
+STUDENT_ID_CHARS = 128  # students.student_id
+MAX_DETAIL = 2000  # of an event kept for staff
 
 
 @dataclass(frozen=True)
@@ -61,8 +65,8 @@ def login_redirect(session: Session, config: LtiConfig, params: dict[str, str]) 
     issuer, hint = params.get("iss", ""), params.get("login_hint", "")
     platform = find_platform(session, config, issuer, params.get("client_id") or None)
     if platform is None:
-        raise LaunchRejected(f"no platform is registered with issuer {issuer!r}"
-                             + (f" and client id {params['client_id']!r}" if params.get("client_id") else ""))
+        raise LaunchRejected(f"no platform is registered with issuer {shown(issuer)}"
+                             + (f" and client id {shown(params['client_id'])}" if params.get("client_id") else ""))
     if not hint:
         raise LaunchRejected("the login request has no login_hint")
     state, nonce = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
@@ -113,7 +117,7 @@ def verify_id_token(session: Session, config: LtiConfig, id_token: str, state: s
     except jwt.InvalidTokenError as e:
         raise LaunchRejected(f"the id_token is not a JWT ({e})") from None
     if unverified.get("iss") != login.issuer:
-        raise LaunchRejected(f"wrong issuer {unverified.get('iss')!r}: the login was started by {login.issuer!r}")
+        raise LaunchRejected(f"wrong issuer {shown(unverified.get('iss'))}: the login was started by {login.issuer!r}")
     platform = find_platform(session, config, login.issuer, login.client_id)
     if platform is None:
         raise LaunchRejected(f"the platform {login.issuer!r} is no longer registered")
@@ -144,42 +148,131 @@ def verify_id_token(session: Session, config: LtiConfig, id_token: str, state: s
         raise LaunchRejected("this id_token's nonce was used before (a replayed launch)") from None
     deployment = claims.get(CLAIM + "deployment_id")
     if deployment not in platform.deployment_ids:
-        raise LaunchRejected(f"deployment id {deployment!r} is not registered for {platform.issuer!r}")
+        raise LaunchRejected(f"deployment id {shown(deployment)} is not registered for {platform.issuer!r}")
     if claims.get(CLAIM + "message_type") not in (RESOURCE_LINK, DEEP_LINKING):
-        raise LaunchRejected(f"unsupported message type {claims.get(CLAIM + 'message_type')!r}")
+        raise LaunchRejected(f"unsupported message type {shown(claims.get(CLAIM + 'message_type'))}")
     if claims.get(CLAIM + "version") != "1.3.0":
-        raise LaunchRejected(f"unsupported LTI version {claims.get(CLAIM + 'version')!r}")
+        raise LaunchRejected(f"unsupported LTI version {shown(claims.get(CLAIM + 'version'))}")
+    check_shapes(claims)
     return platform, claims
 
 
+# ---- the claims the tool reads, with the types LTI gives them ------------------------------------
+
+ID, TEXT, TITLE, URL, TEXTS = "id", "text", "title", "url", "texts"
+LIMITS = {ID: 255, TEXT: 200, TITLE: 1000, URL: 2048}  # the columns' sizes (a title is only shown)
+SHAPES: dict[str, dict[str, str]] = {  # an object claim: its members the tool reads, and their kind
+    CLAIM + "context": {"id": ID, "title": TITLE},
+    CLAIM + "resource_link": {"id": ID},
+    CLAIM + "custom": {LINK_PARAM: TEXT},
+    CLAIM + "lis": {"person_sourcedid": TEXT},
+    AGS_CLAIM: {"lineitem": URL, "lineitems": URL},
+    NRPS_CLAIM: {"context_memberships_url": URL},
+    DL_CLAIM + "deep_linking_settings": {"deep_link_return_url": URL, "accept_types": TEXTS},
+}
+TOP: dict[str, str] = {"sub": ID, "name": TEXT, "email": TEXT, CLAIM + "roles": TEXTS}
+
+
+def check_shapes(claims: dict[str, Any]) -> None:
+    """Refuse a token whose claims the tool reads are not of the type LTI gives them (an object, a
+    string of sensible length, an http(s) URL, a list of strings): they would break the mapping."""
+    for name, kind in TOP.items():
+        _check(name, claims.get(name), kind)
+    for name, members in SHAPES.items():
+        found = claims.get(name)
+        if found is None:
+            continue
+        if not isinstance(found, dict):
+            raise LaunchRejected(f"the id_token's claim {name} is not a JSON object")
+        for member, kind in members.items():
+            _check(f"{name} {member}", found.get(member), kind)
+
+
+def _check(name: str, value: Any, kind: str) -> None:
+    if value is None:
+        return
+    if kind == TEXTS:
+        if not isinstance(value, list) or not all(isinstance(v, str) and len(v) <= LIMITS[URL] for v in value):
+            raise LaunchRejected(f"the id_token's claim {name} is not a list of strings")
+        return
+    if not isinstance(value, str) or len(value) > LIMITS[kind]:
+        raise LaunchRejected(f"the id_token's claim {name} is not a string of at most {LIMITS[kind]} characters")
+    if kind == URL and value and not web_url(value):
+        raise LaunchRejected(f"the id_token's claim {name} is not an http(s) URL")
+
+
 def is_staff(roles: list[str]) -> bool:
-    return any(r.endswith(suffix) or suffix in r for r in roles for suffix in STAFF_ROLES)
+    """A staff role in this course: ``membership#Instructor`` (or Administrator, ContentDeveloper,
+    TeachingAssistant), a sub-role of one (``membership/Instructor#TeachingAssistant``), or the short
+    name. Institution and system roles (someone who teaches elsewhere) and sub-roles of Learner
+    (``membership/Learner#Instructor``) are not."""
+    for role in roles:
+        base, _, name = role.partition("#")
+        if (role in STAFF_ROLES or (base == MEMBERSHIP and name in STAFF_ROLES)
+                or base.removeprefix(MEMBERSHIP + "/") in STAFF_ROLES):
+            return True
+    return False
 
 
 def message_type(claims: dict[str, Any]) -> str:
     return str(claims.get(CLAIM + "message_type", ""))
 
 
-def map_launch(session: Session, secret: bytes, platform: Platform, claims: dict[str, Any]) -> Launch:
-    """The course, assignment and student (or instructor) of a verified resource-link launch."""
+class NeedsStaff(LaunchRejected):
+    """A launch that would link a new LMS course to a grader course, by an instructor whose LMS
+    account is not linked to a staff account yet: they sign in with a staff token first, then the
+    launch (``replayable``) is mapped again (``/lti/staff-link``)."""
+
+    def __init__(self, then: str) -> None:
+        super().__init__(UNLINKED_COURSE)
+        self.then = then
+
+
+UNLINKED_COURSE = ("this LMS course is not linked to the grader yet: course staff open this link from the LMS once "
+                   "first (signed in to the grader), or add the assignment through the LMS's deep linking")
+
+
+def map_launch(session: Session, secret: bytes, platform: Platform, claims: dict[str, Any],
+               staff_pk: int | None = None) -> Launch:
+    """The course, assignment and student (or instructor) of a verified resource-link launch.
+    Only course staff link a new LMS course to a grader course: an instructor whose LMS account is
+    linked to a staff account (or ``staff_pk``, the staff account just signed in). The signed
+    ``grader_link`` alone does not: every learner reads it in their own launch's id_token."""
     context = claims.get(CLAIM + "context") or {}
     link = claims.get(CLAIM + "resource_link") or {}
     custom = claims.get(CLAIM + "custom") or {}
     if not context.get("id") or not link.get("id"):
         raise LaunchRejected("the launch has no context or resource link")
+    role = "instructor" if is_staff(claims.get(CLAIM + "roles") or []) else "student"
+    if role == "instructor" and staff_pk is None:
+        staff_pk = staff_of(session, platform.issuer, claims["sub"])
     named = _named(secret, custom)
-    ctx = context_for(session, platform, claims, named[0] if named else None)
+    try:
+        ctx = context_for(session, platform, claims, named[0] if named else None, may_link=staff_pk is not None)
+    except NeedsStaff:
+        if role == "instructor" and named is not None:
+            raise NeedsStaff(f"/staff/c/{named[0]}/{named[1]}") from None
+        raise LaunchRejected(UNLINKED_COURSE) from None
     lti_link = _link(session, ctx, link["id"], named, (claims.get(AGS_CLAIM) or {}).get("lineitem", ""))
     course = session.get_one(Course, ctx.course_id)
     assignment = session.get_one(Assignment, lti_link.assignment_id)
-    role = "instructor" if is_staff(claims.get(CLAIM + "roles") or []) else "student"
     user = upsert_user(session, ctx, claims["sub"], role, claims.get("name", ""), claims.get("email", ""),
                        (claims.get(CLAIM + "lis") or {}).get("person_sourcedid", ""))
-    shown = claims.get("name") or claims["sub"]
+    display = claims.get("name") or claims["sub"]
     if user.student_pk is not None:
-        shown = session.get_one(Student, user.student_pk).student_id
-    staff_pk = staff_of(session, platform.issuer, claims["sub"]) if role == "instructor" else None
-    return Launch(role, shown, course.slug, assignment.slug, user.id, user.student_pk, staff_pk)
+        display = session.get_one(Student, user.student_pk).student_id
+    return Launch(role, display, course.slug, assignment.slug, user.id, user.student_pk, staff_pk)
+
+
+def replayable(claims: dict[str, Any]) -> dict[str, Any]:
+    """What ``map_launch`` reads of a verified launch, to map it again after a staff sign-in (kept
+    in a signed cookie meanwhile, so only the members it reads)."""
+    kept: dict[str, Any] = {k: claims[k] for k in ("sub", "name", "email", CLAIM + "deployment_id") if k in claims}
+    kept[CLAIM + "roles"] = [r for r in claims.get(CLAIM + "roles") or [] if is_staff([r])]
+    for name, members in SHAPES.items():
+        if isinstance(claims.get(name), dict):
+            kept[name] = {m: claims[name][m] for m in members if m in claims[name] and m != "title"}
+    return kept
 
 
 def _named(secret: bytes, custom: dict[str, Any]) -> tuple[str, str] | None:
@@ -196,9 +289,10 @@ def _named(secret: bytes, custom: dict[str, Any]) -> tuple[str, str] | None:
     return named
 
 
-def context_for(session: Session, platform: Platform, claims: dict[str, Any], course_slug: str | None
-                ) -> LtiContext:
-    """The LMS context of a launch, linked to a grader course the first time a signed link names one."""
+def context_for(session: Session, platform: Platform, claims: dict[str, Any], course_slug: str | None,
+                may_link: bool) -> LtiContext:
+    """The LMS context of a launch, linked to a grader course the first time a signed link names one
+    in a launch of course staff (``may_link``); ``NeedsStaff`` otherwise."""
     context_id = (claims.get(CLAIM + "context") or {}).get("id", "")
     deployment = claims[CLAIM + "deployment_id"]
     ctx = session.scalar(select(LtiContext).where(LtiContext.issuer == platform.issuer,
@@ -212,6 +306,8 @@ def context_for(session: Session, platform: Platform, claims: dict[str, Any], co
             raise LaunchRejected(f"this LMS course is not linked to a grader course yet: add the assignment through "
                                  f"the LMS's deep linking, or give the link the custom parameter {LINK_PARAM}=<value "
                                  f"from the grader>")
+        if not may_link:
+            raise NeedsStaff("")
         ctx = LtiContext(issuer=platform.issuer, client_id=platform.client_id, deployment_id=deployment,
                          context_id=context_id, course_id=course.id)
         session.add(ctx)
@@ -286,27 +382,45 @@ def deep_link_request(platform: Platform, claims: dict[str, Any]) -> dict[str, A
 def upsert_user(session: Session, ctx: LtiContext, sub: str, role: str, name: str, email: str, sourcedid: str
                 ) -> LtiUser:
     """The LMS user in this context; a learner is matched to (or added as) a student of the course,
-    by the LMS's SIS id, else the email, else the LTI user id."""
+    by the LMS's SIS id, else the email, else the LTI user id (``student_of``)."""
     user = session.scalar(select(LtiUser).where(LtiUser.context_pk == ctx.id, LtiUser.sub == sub))
+    student = None
+    if role == "student" and (user is None or user.student_pk is None):
+        student = student_of(session, ctx, sub, name, email, sourcedid)
     if user is None:
         user = LtiUser(context_pk=ctx.id, sub=sub, role=role)
         session.add(user)
     user.role, user.name, user.email = role, name or user.name or "", email or user.email or ""
-    if role == "student" and user.student_pk is None:
-        student_id = sourcedid or email or sub
-        student = session.scalar(select(Student).where(Student.course_id == ctx.course_id,
-                                                       Student.student_id == student_id))
-        if student is None:  # a credential nobody sees: the student signs in through the LMS
-            student = Student(course_id=ctx.course_id, student_id=student_id, name=name, email=email,
-                              roster_json="{}", token_hash=token_hash(new_token("student")))
-            session.add(student)
-            session.flush()
+    if student is not None:
         user.student_pk = student.id
     session.flush()
     return user
 
 
+def student_of(session: Session, ctx: LtiContext, sub: str, name: str, email: str, sourcedid: str) -> Student:
+    """The course's student with this LMS user's SIS id, else email, else LTI user id (made if
+    there is none). A student already linked to another LMS account is refused: two LMS accounts
+    with one email (Moodle allows it), or an SIS id equal to someone's email, are not one student."""
+    student_id = next((i for i in (sourcedid, email) if i and len(i) <= STUDENT_ID_CHARS), sub)[:STUDENT_ID_CHARS]
+    student = session.scalar(select(Student).where(Student.course_id == ctx.course_id,
+                                                   Student.student_id == student_id))
+    if student is None:  # a credential nobody sees: the student signs in through the LMS
+        student = Student(course_id=ctx.course_id, student_id=student_id, name=name, email=email,
+                          roster_json="{}", token_hash=token_hash(new_token("student")))
+        session.add(student)
+        session.flush()
+        return student
+    others = (select(LtiUser.id).join(LtiContext, LtiContext.id == LtiUser.context_pk)
+              .where(LtiUser.student_pk == student.id, (LtiContext.issuer != ctx.issuer) | (LtiUser.sub != sub)))
+    if session.scalar(others.limit(1)) is not None:
+        raise LaunchRejected(f"this LMS account's id in the grader, {shown(student_id)}, is that of a student who "
+                             f"opens the course from another LMS account: course staff can tell the two apart "
+                             f"(give this account its own SIS id or email in the LMS)")
+    return student
+
+
 def record(session: Session, kind: str, issuer: str, detail: str) -> int:
+    issuer, detail = issuer[:255], detail[:MAX_DETAIL]  # the columns; a request's own values are cut shorter
     event = LtiEvent(kind=kind, issuer=issuer, detail=detail)
     session.add(event)
     session.flush()

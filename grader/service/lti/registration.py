@@ -18,6 +18,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from ...errors import LaunchRejected
+from .checks import shown, web_url
 from .config import LtiConfig, Platform
 from .links import seal, unseal
 from .models import LtiPlatform
@@ -32,6 +33,16 @@ SCOPES = ("https://purl.imsglobal.org/spec/lti-ags/scope/lineitem",
           "https://purl.imsglobal.org/spec/lti-nrps/scope/contextmembership.readonly")
 TOOL_NAME = "TinyTorch grader"
 MAX_DOCUMENT = 256 * 1024
+MAX_ID = 255  # lti_platforms.issuer and client_id; a deployment id is kept to this too
+
+
+def _identifier(value: object) -> bool:
+    return isinstance(value, str | int) and not isinstance(value, bool) and 0 < len(str(value)) <= MAX_ID
+
+
+def _object(document: dict[str, Any], name: str) -> dict[str, Any]:
+    found = document.get(name)
+    return found if isinstance(found, dict) else {}
 
 
 def find_platform(session: Session, config: LtiConfig, issuer: str, client_id: str | None = None) -> Platform | None:
@@ -92,12 +103,15 @@ def register(session: Session, config: LtiConfig, secret: bytes, invite: str, op
         raise LaunchRejected("the registration request has no openid_configuration URL")
     auth = {"Authorization": f"Bearer {registration_token}"} if registration_token else {}
     found = _get_json(http, openid_configuration, "OpenID configuration", headers=auth)
-    issuer = str(found.get("issuer", ""))
+    issuer = found.get("issuer")
+    if not isinstance(issuer, str) or len(issuer) > MAX_ID or not web_url(issuer):
+        raise LaunchRejected(f"the platform's issuer {shown(issuer)} is not an http(s) URL of at most {MAX_ID} "
+                             f"characters")
     if urlparse(issuer).netloc != where.netloc or urlparse(issuer).scheme != where.scheme:
-        raise LaunchRejected(f"the platform's issuer {issuer!r} is not the site of its configuration URL")
+        raise LaunchRejected(f"the platform's issuer {shown(issuer)} is not the site of its configuration URL")
     needed = ("authorization_endpoint", "token_endpoint", "jwks_uri", "registration_endpoint")
-    if any(not isinstance(found.get(k), str) or not found.get(k) for k in needed):
-        raise LaunchRejected(f"the platform's configuration lacks one of {', '.join(needed)}")
+    if any(not web_url(found.get(k)) for k in needed):
+        raise LaunchRejected(f"the platform's configuration lacks one of {', '.join(needed)} (an http(s) URL each)")
     base = config.base_url.rstrip("/")
     launch = f"{base}/lti/launch"
     request = {
@@ -110,18 +124,22 @@ def register(session: Session, config: LtiConfig, secret: bytes, invite: str, op
     }
     answer = _get_json(http, found["registration_endpoint"], "registration endpoint", method="POST",
                        json=request, headers=auth | {"Content-Type": "application/json"})
-    client_id = str(answer.get("client_id", ""))
-    if not client_id:
-        raise LaunchRejected("the platform's registration answer has no client_id")
-    deployment = (answer.get(TOOL_CONFIGURATION) or {}).get("deployment_id")
-    row = LtiPlatform(registration_id=granted["rid"], issuer=issuer, client_id=client_id,
+    client_id, deployment = answer.get("client_id"), _object(answer, TOOL_CONFIGURATION).get("deployment_id")
+    if not _identifier(client_id):
+        raise LaunchRejected(f"the platform's registration answer has no client_id (a string of at most {MAX_ID} "
+                             f"characters): {shown(client_id)}")
+    if deployment is not None and not _identifier(deployment):
+        raise LaunchRejected(f"the platform's deployment_id is not a string of at most {MAX_ID} characters: "
+                             f"{shown(deployment)}")
+    product = _object(found, PLATFORM_CONFIGURATION).get("product_family_code", "")
+    row = LtiPlatform(registration_id=granted["rid"], issuer=issuer, client_id=str(client_id),
                       deployment_ids_json=json.dumps([str(deployment)] if deployment else []),
                       auth_login_url=found["authorization_endpoint"], auth_token_url=found["token_endpoint"],
                       jwks_url=found["jwks_uri"], registered_by=str(granted.get("by", "")),
-                      product=str((found.get(PLATFORM_CONFIGURATION) or {}).get("product_family_code", ""))[:200])
+                      product=str(product)[:200])
     try:
         with session.begin_nested():
             session.add(row)
     except IntegrityError:
-        raise LaunchRejected(f"the platform {issuer!r} has registered client {client_id!r} already") from None
+        raise LaunchRejected(f"the platform {shown(issuer)} has registered client {shown(client_id)} already") from None
     return row

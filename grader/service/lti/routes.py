@@ -53,19 +53,21 @@ from .config import LtiConfig, config_path, load_config
 from .deeplink import answer, choices
 from .launch import (
     DEEP_LINKING,
+    NeedsStaff,
     deep_link_request,
     link_staff,
     login_redirect,
     map_launch,
     message_type,
     record,
+    replayable,
     staff_of,
     verify_id_token,
 )
 from .links import LINK_PARAM, link_value, seal, unseal
 from .models import LtiEvent, LtiPassback
 from .nrps import sync_roster
-from .registration import INVITE_TTL_S, invitation_url, register
+from .registration import INVITE_TTL_S, find_platform, invitation_url, register
 
 STATE_COOKIE = "grader_lti_state"
 LINK_COOKIE, DL_COOKIE = "grader_lti_link", "grader_lti_dl"  # a verified launch, handed over a staff sign-in
@@ -168,11 +170,14 @@ async def launch(request: Request, id_token: Annotated[str, Form(max_length=MAX_
             platform, claims = verify_id_token(s, config, id_token, state, cookie)
             if message_type(claims) == DEEP_LINKING:
                 wanted = deep_link_request(platform, claims)
-                response = _signed_in_as_staff(request, s, secret, platform.issuer, claims["sub"], "/lti/deep-link")
+                response = _signed_in_as_staff(request, s, secret, platform.issuer, claims, "/lti/deep-link")
                 _set_cookie(response, request, DL_COOKIE, seal(secret, DL_COOKIE, wanted, HANDOVER_S))
                 audit(s, f"lti:{claims['sub']}", "lti_deep_link_launch", platform.issuer, {})
                 return response
             done = map_launch(s, secret, platform, claims)
+        except NeedsStaff as e:  # an instructor links a new LMS course: a staff sign-in first
+            return _signed_in_as_staff(request, s, secret, platform.issuer, claims, e.then,
+                                       replay={"client_id": platform.client_id, "claims": replayable(claims)})
         except LaunchRejected as e:
             return rejected(request, str(e), record(s, "launch_rejected", "", str(e)))
         audit(s, f"lti:{done.user}", "lti_launch", f"{done.course}/{done.assignment}", {"role": done.role})
@@ -181,7 +186,7 @@ async def launch(request: Request, id_token: Annotated[str, Form(max_length=MAX_
             response = redirect(f"/c/{done.course}/{done.assignment}")
             set_session(response, request, session_value(secret, "student", student.id, student.token_hash))
             return response
-        return _signed_in_as_staff(request, s, secret, platform.issuer, claims["sub"],
+        return _signed_in_as_staff(request, s, secret, platform.issuer, claims,
                                    f"/staff/c/{done.course}/{done.assignment}")
 
     response: HTMLResponse | RedirectResponse = await run_in_threadpool(db.run, work)
@@ -189,10 +194,12 @@ async def launch(request: Request, id_token: Annotated[str, Form(max_length=MAX_
     return response
 
 
-def _signed_in_as_staff(request: Request, s: Session, secret: bytes, issuer: str, sub: str, then: str
-                        ) -> RedirectResponse:
+def _signed_in_as_staff(request: Request, s: Session, secret: bytes, issuer: str, claims: dict[str, Any],
+                        then: str, replay: dict[str, Any] | None = None) -> RedirectResponse:
     """To ``then`` with a staff session if this LMS user linked a staff account before; otherwise
-    to the sign-in page, after which ``/lti/staff-link`` links them (LMS roles alone grant nothing)."""
+    to the sign-in page, after which ``/lti/staff-link`` links them (LMS roles alone grant nothing)
+    and maps the launch in ``replay`` again, as staff's."""
+    sub = claims["sub"]
     staff_pk = staff_of(s, issuer, sub)
     staff = s.get(Staff, staff_pk) if staff_pk is not None else None
     if staff is not None:
@@ -200,7 +207,9 @@ def _signed_in_as_staff(request: Request, s: Session, secret: bytes, issuer: str
         set_session(response, request, session_value(secret, "staff", staff.id, staff.token_hash))
         return response
     response = redirect("/signin?next=" + quote(f"/lti/staff-link?then={quote(then, safe='')}", safe=""))
-    _set_cookie(response, request, LINK_COOKIE, seal(secret, LINK_COOKIE, {"iss": issuer, "sub": sub}, HANDOVER_S))
+    pending = {"iss": issuer, "sub": sub, "name": claims.get("name", ""), "email": claims.get("email", "")}
+    pending |= replay or {}
+    _set_cookie(response, request, LINK_COOKIE, seal(secret, LINK_COOKIE, pending, HANDOVER_S))
     return response
 
 
@@ -216,20 +225,53 @@ def _staff_session(request: Request, s: Session, secret: bytes) -> Principal | N
 
 
 @router.get("/staff-link", response_model=None)
-def staff_link(request: Request, then: str = "/staff") -> Response:
-    """After an instructor's launch and their staff sign-in: link the LMS identity to the account."""
+def staff_link_form(request: Request, then: str = "/staff") -> Response:
+    """After an instructor's launch and their staff sign-in: the staff member confirms that the LMS
+    account of the launch is theirs (a form, so that no other page can link an account of its
+    choosing to the staff account signed in)."""
     db: Database = request.app.state.db
 
     def work(s: Session) -> Response:
         secret = load_secret(s)
-        pending = unseal(secret, LINK_COOKIE, request.cookies.get(LINK_COOKIE, ""))
+        pending, who = _pending_link(request, s, secret)
         if pending is None:
-            return error_page(request, 400, "There is no LMS launch waiting to be linked (or it is older than an "
-                                            "hour). Open the assignment again from the LMS.")
-        who = _staff_session(request, s, secret)
-        if who is None:
-            return redirect("/signin?next=" + quote(str(request.url.path) + "?" + str(request.url.query)))
+            return _no_pending_link(request)
+        if not isinstance(who, Principal):  # to the sign-in page first
+            return who or _no_pending_link(request)
+        browser, new = browser_id(request)
+        lms_user = " ".join(str(pending.get(k) or "") for k in ("name", "email")).strip() or str(pending["sub"])
+        response = html("lti_staff_link.html", who=who, csrf=csrf_token(secret, browser), when=None,
+                        then=local_path(then) or "/staff", issuer=pending["iss"], lms_user=lms_user)
+        if new:
+            set_browser_id(response, request, browser)
+        return response
+
+    return db.run(work)
+
+
+@router.post("/staff-link", response_model=None)
+def staff_link(request: Request, csrf: Annotated[str, Form(max_length=200)],
+               then: Annotated[str, Form(max_length=300)] = "/staff") -> Response:
+    """Link the LMS identity of the waiting launch to the staff account signed in (confirmed)."""
+    db: Database = request.app.state.db
+
+    def work(s: Session) -> Response:
+        secret = load_secret(s)
+        if not csrf_ok(secret, request, csrf):
+            return error_page(request, 403, "This form has expired or came from another site; open the assignment "
+                                            "again from the LMS.")
+        pending, who = _pending_link(request, s, secret)
+        if pending is None or not isinstance(who, Principal):
+            return _no_pending_link(request) if pending is None else error_page(request, 403, "Sign in as staff first.")
         staff = s.scalars(select(Staff).where(Staff.name == who.name)).one()
+        if isinstance(pending.get("claims"), dict):  # the launch that links a new LMS course, now as staff's
+            platform = find_platform(s, _config(request), pending["iss"], pending.get("client_id"))
+            try:
+                if platform is None:
+                    raise LaunchRejected(f"the platform {pending['iss']!r} is no longer registered")
+                map_launch(s, secret, platform, pending["claims"], staff_pk=staff.id)
+            except LaunchRejected as e:
+                return error_page(request, 400, f"The LMS course could not be linked: {e}.")
         link_staff(s, pending["iss"], pending["sub"], staff.id)
         audit(s, who.name, "lti_link_staff", pending["iss"], {"sub": pending["sub"]})
         response = redirect(local_path(then) or "/staff")
@@ -237,6 +279,24 @@ def staff_link(request: Request, then: str = "/staff") -> Response:
         return response
 
     return db.run(work)
+
+
+def _pending_link(request: Request, s: Session, secret: bytes
+                  ) -> tuple[dict[str, Any] | None, Principal | RedirectResponse | None]:
+    """The launch waiting to be linked (None: none, or expired) and the staff member signed in (a
+    redirect to the sign-in page when nobody is)."""
+    pending = unseal(secret, LINK_COOKIE, request.cookies.get(LINK_COOKIE, ""))
+    if pending is None:
+        return None, None
+    who = _staff_session(request, s, secret)
+    if who is None:
+        return pending, redirect("/signin?next=" + quote(str(request.url.path) + "?" + str(request.url.query)))
+    return pending, who
+
+
+def _no_pending_link(request: Request) -> HTMLResponse:
+    return error_page(request, 400, "There is no LMS launch waiting to be linked (or it is older than an hour). Open "
+                                    "the assignment again from the LMS.")
 
 
 @router.get("/deep-link", response_model=None)
