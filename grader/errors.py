@@ -23,6 +23,7 @@ non-passing status. Only problems the *user of the grader* must fix raise.
     │   └── Forbidden          403 (a page this user may not see)
     ├── SignInFirst            no valid session: the browser is sent to the sign-in page
     ├── LaunchRejected         an LTI launch that is refused (shown to the user, logged for staff)
+    │   └── NeedsStaff         a launch that links a new LMS course: course staff sign in first
     └── PassbackError          a score could not be sent to the LMS (retried, shown to staff)
 
 Each also subclasses the builtin it resembles (``ValueError``, ``FileNotFoundError``,
@@ -127,6 +128,16 @@ class SignInFirst(GraderError):
 
 class LaunchRejected(GraderError):
     """An LTI launch that is refused; the message is shown to the user and logged for staff."""
+
+
+class NeedsStaff(LaunchRejected):
+    """A launch that would link a new LMS course to a grader course, by an instructor whose LMS
+    account is not linked to a staff account yet: they sign in with a staff token first, then the
+    launch is mapped again (``/lti/staff-link``); ``then`` is where they go afterwards."""
+
+    def __init__(self, message: str, then: str) -> None:
+        super().__init__(message)
+        self.then = then
 
 
 class PassbackError(GraderError):

@@ -21,7 +21,7 @@ from sqlalchemy import delete, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from ...errors import LaunchRejected
+from ...errors import LaunchRejected, NeedsStaff
 from ..ops import new_token, token_hash
 from ..tables import Assignment, Course, Student, utcnow
 from .checks import shown, web_url
@@ -218,16 +218,6 @@ def message_type(claims: dict[str, Any]) -> str:
     return str(claims.get(CLAIM + "message_type", ""))
 
 
-class NeedsStaff(LaunchRejected):
-    """A launch that would link a new LMS course to a grader course, by an instructor whose LMS
-    account is not linked to a staff account yet: they sign in with a staff token first, then the
-    launch (``replayable``) is mapped again (``/lti/staff-link``)."""
-
-    def __init__(self, then: str) -> None:
-        super().__init__(UNLINKED_COURSE)
-        self.then = then
-
-
 UNLINKED_COURSE = ("this LMS course is not linked to the grader yet: course staff open this link from the LMS once "
                    "first (signed in to the grader), or add the assignment through the LMS's deep linking")
 
@@ -251,7 +241,7 @@ def map_launch(session: Session, secret: bytes, platform: Platform, claims: dict
         ctx = context_for(session, platform, claims, named[0] if named else None, may_link=staff_pk is not None)
     except NeedsStaff:
         if role == "instructor" and named is not None:
-            raise NeedsStaff(f"/staff/c/{named[0]}/{named[1]}") from None
+            raise NeedsStaff(UNLINKED_COURSE, f"/staff/c/{named[0]}/{named[1]}") from None
         raise LaunchRejected(UNLINKED_COURSE) from None
     lti_link = _link(session, ctx, link["id"], named, (claims.get(AGS_CLAIM) or {}).get("lineitem", ""))
     course = session.get_one(Course, ctx.course_id)
@@ -307,7 +297,7 @@ def context_for(session: Session, platform: Platform, claims: dict[str, Any], co
                                  f"the LMS's deep linking, or give the link the custom parameter {LINK_PARAM}=<value "
                                  f"from the grader>")
         if not may_link:
-            raise NeedsStaff("")
+            raise NeedsStaff(UNLINKED_COURSE, "")
         ctx = LtiContext(issuer=platform.issuer, client_id=platform.client_id, deployment_id=deployment,
                          context_id=context_id, course_id=course.id)
         session.add(ctx)

@@ -26,7 +26,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Resp
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
-from ...errors import LaunchRejected
+from ...errors import LaunchRejected, NeedsStaff
 from ..auth import Principal, authenticate, bearer, require_staff
 from ..database import Database
 from ..ops import NotFound, audit, course_by_slug
@@ -53,7 +53,6 @@ from .config import LtiConfig, config_path, load_config
 from .deeplink import answer, choices
 from .launch import (
     DEEP_LINKING,
-    NeedsStaff,
     deep_link_request,
     link_staff,
     login_redirect,
