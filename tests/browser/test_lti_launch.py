@@ -22,7 +22,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 @pytest.fixture(scope="module")
 def lti_world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Service, Any]]:
-    from tests.service.lti_platform import CLIENT_ID, DEPLOYMENT, LMS, Served
+    from tests.service.lti_platform import LMS, Served, lti_toml
 
     port = free_port()
     tool = f"http://127.0.0.1:{port}"
@@ -31,18 +31,7 @@ def lti_world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Servic
     lms.tool_jwks = lambda: httpx.get(f"{tool}/lti/jwks").json()
     data = tmp_path_factory.mktemp("lti-serve") / "data"
     data.mkdir()
-    (data / "lti.toml").write_text(f"""
-[tool]
-base_url = "{tool}"
-passback_base_delay_s = 0.5
-[[platform]]
-issuer = "{lms.url}"
-client_id = "{CLIENT_ID}"
-deployment_ids = ["{DEPLOYMENT}"]
-auth_login_url = "{lms.url}/auth"
-auth_token_url = "{lms.url}/token"
-jwks_url = "{lms.url}/jwks"
-""")
+    (data / "lti.toml").write_text(lti_toml(lms, tool, 0.5))
     try:
         with running_serve(data, port) as staff_token:
             svc = Service(tool, staff_token)

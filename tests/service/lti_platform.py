@@ -91,6 +91,24 @@ class LMS:
                 .set_platform_private_key(private).set_platform_public_key(public))
 
 
+def lti_toml(lms: LMS, base_url: str, passback_delay_s: float, registered: bool = True) -> str:
+    """The tool's ``lti.toml`` with this LMS registered (or, ``registered=False``, only the tool)."""
+    platform = f"""
+[[platform]]
+issuer = "{lms.url}"
+client_id = "{CLIENT_ID}"
+deployment_ids = ["{DEPLOYMENT}"]
+auth_login_url = "{lms.url}/auth"
+auth_token_url = "{lms.url}/token"
+jwks_url = "{lms.url}/jwks"
+"""
+    return f"""
+[tool]
+base_url = "{base_url}"
+passback_base_delay_s = {passback_delay_s}
+{platform if registered else ""}"""
+
+
 def build_app(lms: LMS) -> tuple[FastAPI, PlatformConf]:
     private, public = rsa_pem()
     conf = PlatformConf(registration=lms.registration(private, public))

@@ -25,26 +25,13 @@ from grader.service.lti.launch import JWKS_REFETCH_COOLDOWN_S
 from grader.service.lti.routes import app_config, tokens
 from grader.service.settings import Settings
 from grader.service.tables import Assignment, Grading, Submission, utcnow
-from tests.service.lti_platform import CLIENT_ID, DEPLOYMENT, LMS, Served, rsa_pem
+from tests.service.lti_platform import CLIENT_ID, LMS, Served, lti_toml, rsa_pem
 
 
 def _world(tmp_path: Path, registered: bool = True) -> Iterator[tuple[TestClient, Served, dict[str, str]]]:
     lms = LMS()
     served = Served(lms)
-    platform = f"""
-[[platform]]
-issuer = "{lms.url}"
-client_id = "{CLIENT_ID}"
-deployment_ids = ["{DEPLOYMENT}"]
-auth_login_url = "{lms.url}/auth"
-auth_token_url = "{lms.url}/token"
-jwks_url = "{lms.url}/jwks"
-"""
-    (tmp_path / "lti.toml").write_text(f"""
-[tool]
-base_url = "https://testserver"
-passback_base_delay_s = 0.01
-{platform if registered else ""}""")
+    (tmp_path / "lti.toml").write_text(lti_toml(lms, "https://testserver", 0.01, registered))
     tokens_seen: list[str] = []
     app = create_app(Settings(data_dir=tmp_path, sweep_interval_s=3600), announce=tokens_seen.append)
     with TestClient(app, base_url="https://testserver") as client:
