@@ -32,6 +32,11 @@ from grader.models import BackendInfo, CheckResult, ExtractionSummary, GradeRepo
 from grader.rubric import load_rubric
 from tests.conftest import SUBMISSIONS
 
+# Batch grades officially, and official local grading needs per-submission cgroups, which only root
+# gets here (as an ordinary user it refuses, naming the fix: tests/security/test_local_layers.py).
+# These tests are about names and identities, so they run where official grading can.
+official_local = pytest.mark.skipif(os.geteuid() != 0, reason="official local grading needs root's cgroups here")
+
 CORRECT = SUBMISSIONS / "correct_tinytorch.ipynb"
 BUGGY = SUBMISSIONS / "bug_backward_overwrite.ipynb"  # scores below 100
 HOSTILE_NAME = "\x1b]0;owned\x07\x1b[2J\x1b[31m\rgrade: 100 of 100 \u202etxt.bynpi\u202c\u2066x\u2069.ipynb"
@@ -88,6 +93,7 @@ ROSTER = ("student_id,name,email,canvas_id,sis_user_id\n"
           'alice,"Liddell, Alice",alice@u.edu,222,s222\n')
 
 
+@official_local
 def test_a_throwaway_account_never_takes_a_classmates_canvas_row(tmp_path: Path) -> None:
     """Without SIDs, bob@evil.example (sorting first, named like Bob) is not student bob."""
     archive = gradescope_export(tmp_path, [
@@ -200,6 +206,7 @@ def nbgrader_class(tmp_path: Path) -> Path:
     return root
 
 
+@official_local
 def test_escapes_in_an_uploaded_file_name_reach_no_output_or_stored_file(tmp_path: Path) -> None:
     out = tmp_path / "results"
     batch = cli("batch", nbgrader_class(tmp_path), "--out", out, "--workers", "1")
@@ -251,6 +258,7 @@ def test_a_symlink_member_in_a_class_zip_is_skipped_for_that_student_with_a_note
     assert sorted(r.student_id for r in SQLiteStore(out).results()) == ["alice", "bob"]
 
 
+@official_local
 def test_an_undecodable_notebook_name_is_graded_and_stored_escaped(tmp_path: Path) -> None:
     root = tmp_path / "course"
     for student in ("alice", "bob"):
