@@ -4,7 +4,10 @@
 
 Rows (medians over the repeats, interleaved so that all see the same machine load):
 - floor: python + numpy + the same probes in-process, no isolation; one fresh process per
-  notebook, and one process for a whole batch (the floor of a batch);
+  notebook, and one process for a whole batch (the floor of a batch); and that batch again with
+  every check in its own child forked after the import (``floor.py --fork-per-check``): what
+  verdicts that never depend on check order cost before any isolation (a lower bound for the
+  grader's batch rows, shown against the same floor);
 - ``grader grade --backend local``, one file per call: with the warm daemon, and cold
   (``GRADER_NO_DAEMON=1``);
 - ``grader grade --backend docker``, one file per call, answered by the warm daemon;
@@ -117,6 +120,7 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="bench-latency-"))
     env = {**os.environ, "GRADER_CACHE": str(work / "cache"), "GRADER_DAEMON_IDLE_S": "600"}
     cold_env = {**env, "GRADER_NO_DAEMON": "1"}
+    floor_env = {**env, "OPENBLAS_NUM_THREADS": "1"}  # one BLAS thread, as in the sandbox
     cli = [sys.executable, "-m", "grader.cli"]
     floor_cmd = [sys.executable, str(ROOT / "benchmarks" / "floor.py"), str(ensure_bundle())]
     jobs = floor_jobs(files, work)
@@ -128,6 +132,7 @@ def main() -> None:
         ("cold", "grader grade --backend local, cold (GRADER_NO_DAEMON=1)"),
         ("docker", "grader grade --backend docker, warm daemon"),
         ("floor_batch", f"floor, {args.batch} notebooks in one process"),
+        ("fork_batch", "  the same, one fork per check (no isolation)"),
         ("batch1", f"grader batch, {args.batch} notebooks, 1 worker"),
         ("batch2", f"grader batch, {args.batch} notebooks, 2 workers"),
         ("hung", "hung-method notebook, warm daemon"),
@@ -144,14 +149,15 @@ def main() -> None:
 
     for rep in range(args.repeat):
         for f, job in zip(files, jobs, strict=True):
-            rows["floor"].measure([*floor_cmd, str(job)], env)
+            rows["floor"].measure([*floor_cmd, str(job)], floor_env)
             rows["warm"].measure(grade("local", f), env)
             rows["cold"].measure(grade("local", f), cold_env)
             if not args.no_docker:
                 rows["docker"].measure(grade("docker", f), env)
         batch_files = unique_copies(files, args.batch, work / f"class{rep}", f"repeat {rep}")
         batch_jobs = floor_jobs(batch_files, work / f"floor{rep}")
-        rows["floor_batch"].measure([*floor_cmd, *map(str, batch_jobs)], env)
+        rows["floor_batch"].measure([*floor_cmd, *map(str, batch_jobs)], floor_env)
+        rows["fork_batch"].measure([*floor_cmd, "--fork-per-check", *map(str, batch_jobs)], floor_env)
         for workers in (1, 2):
             fresh = unique_copies(files, args.batch, work / f"class{rep}-{workers}", f"repeat {rep} workers {workers}")
             rows[f"batch{workers}"].measure([*cli, "batch", str(fresh[0].parent), "--out", str(work / f"out{rep}-{workers}"),
@@ -171,7 +177,7 @@ def main() -> None:
     for key in ("floor", "warm", "cold", "docker"):
         if rows[key].wall:
             print(rows[key].line(floor, machine=key in ("warm", "docker")))
-    for key in ("floor_batch", "batch1", "batch2"):
+    for key in ("floor_batch", "fork_batch", "batch1", "batch2"):
         print(rows[key].line(floor_batch, machine=False))
     if rows["hung"].wall:
         print(rows["hung"].line(floor, machine=True) + "  (target: at most 1.5x one check's 5 s timeout)")

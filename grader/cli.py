@@ -102,6 +102,9 @@ def build_parser(grade_only: bool = False) -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None, *, use_daemon: bool = True) -> int:
+    # Before numpy loads: the grader's own numpy work is small, and OpenBLAS's idle threads spin
+    # on the cores the sandboxes need (the sandboxes themselves get one thread: sandbox/local.py).
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser(grade_only=argv[:1] == ["grade"]).parse_args(argv)
     if args.command == "grade":

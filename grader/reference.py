@@ -75,7 +75,7 @@ class ReferenceOracle:
         self._proc: Worker | None = None
         self._home: Path | None = None
         self._version = hashlib.sha256((bundle_hash() + self.source).encode()).hexdigest()[:16]
-        self._memory: dict[str, dict[str, CheckOutput]] = {}  # the latest entries, oldest first
+        self._memory: dict[str, dict[str, CheckOutput]] = {}  # least recently used first
 
     def start(self) -> None:
         """Spawn the worker now (it takes ~0.2 s to import), so that it is ready when needed."""
@@ -97,7 +97,9 @@ class ReferenceOracle:
         inputs = job.model_dump_json(exclude={"seed", "numpy_seed", "parallel"})
         key = hashlib.sha256((self._version + inputs).encode()).hexdigest()[:32]
         with self._lock:
-            remembered = self._memory.get(key)
+            remembered = self._memory.pop(key, None)
+            if remembered is not None:  # the most recently used entry goes last: evicted last
+                self._memory[key] = remembered
         if remembered is not None:
             return remembered
         expected = self._cached_or_computed(job, key)
@@ -187,11 +189,12 @@ class ReferenceOracle:
         return work
 
     def _read(self, job: Job, out: Path) -> dict[str, CheckOutput]:
-        from .channel import read_check
+        from .channel import outputs_from_dir, read_check
 
+        files = outputs_from_dir(out)  # once: every check's outputs come from this one folder
         expected = {}
         for check in job.checks:
-            result = read_check(out, check.id, None)
+            result = read_check(files, check.id, None)
             if result.outcome != "ok":
                 detail = result.error.text() if result.error else result.note
                 raise HarnessProtocolError(

@@ -47,11 +47,14 @@ _loaded: list[ctypes.CDLL] = []
 def library() -> ctypes.CDLL:
     """libseccomp, loaded once per process (the zygote loads it before it forks any job)."""
     if not _loaded:
-        path = ctypes.util.find_library("seccomp") or "libseccomp.so.2"
-        try:
-            _loaded.append(ctypes.CDLL(path, use_errno=True))
-        except OSError as e:
-            raise OSError(f"libseccomp is not installed ({e}); install the libseccomp2 package") from e
+        try:  # by its soname first: find_library runs ldconfig, a process start per zygote
+            _loaded.append(ctypes.CDLL("libseccomp.so.2", use_errno=True))
+        except OSError:
+            path = ctypes.util.find_library("seccomp")
+            try:
+                _loaded.append(ctypes.CDLL(path or "libseccomp.so.2", use_errno=True))
+            except OSError as e:
+                raise OSError(f"libseccomp is not installed ({e}); install the libseccomp2 package") from e
     return _loaded[0]
 
 
