@@ -70,6 +70,38 @@ def test_an_older_notebook_with_start_pos_on_one_method_is_held_to_the_newer_api
     assert "does not accept start_pos (TypeError)" in checks["layer_start_pos"].message
 
 
+def _edit(cells: list[str], old: str, new: str) -> list[str]:
+    """Replace `old` by `new` in the one cell that holds it."""
+    assert sum(old in c for c in cells) == 1, old
+    return [c.replace(old, new) for c in cells]
+
+
+def test_the_newest_upstream_layout_passes_every_check(grader_local: Grader, tmp_path: Path) -> None:
+    """The newest official solution (cs249r_book, module 11) moved three things; a notebook written
+    that way must still get full marks: the seeded generator sits alone in an unexported cell, the
+    layer refuses sizes that are not positive integers, and forward checks start_pos before looking
+    at the mode (so the None mode refuses a negative one too)."""
+    from .conftest import code_cells, write_notebook
+
+    cells = _edit(code_cells(SUBMISSIONS / "correct_student_backward.ipynb"),
+                  "rng = np.random.default_rng(11)\n", "")
+    cells.insert(1, "#| exporti\n\n# one generator for every table this module draws\nrng = np.random.default_rng(11)\n")
+    cells = _edit(cells, "        builders = {\n", (
+        "        sizes = {'vocab_size': vocab_size, 'embed_dim': embed_dim, 'max_seq_len': max_seq_len}\n"
+        "        for name, size in sizes.items():\n"
+        "            if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1:\n"
+        "                raise ValueError(f\"{name} must be a positive int, got {size!r}\")\n"
+        "        builders = {\n"))
+    check = ("        if not isinstance(start_pos, (int, np.integer)) or start_pos < 0:\n"
+             "            raise ValueError(f\"start_pos must be a non-negative int, got {start_pos!r}\")\n")
+    sinusoidal = "    elif self.pos_encoding_type == 'sinusoidal':\n"
+    cells = _edit(cells, sinusoidal + check, sinusoidal)
+    first = "    flat = len(tokens.shape) == 1\n"
+    cells = _edit(cells, first, check.replace("        ", "    ") + first)  # one indent level less
+    report = grader_local.grade(write_notebook(tmp_path / "newest_layout.ipynb", cells))
+    assert not_passed(report) == set() and report.score == report.max_score == 100
+
+
 def test_the_submissions_readme_lists_every_bug_notebook_with_its_checks() -> None:
     readme = (SUBMISSIONS / "README.md").read_text(encoding="utf-8")
     for bug in BUGS:
