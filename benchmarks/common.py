@@ -27,7 +27,8 @@ def floor_jobs(files: Sequence[Path], work: Path, checks: Sequence[CheckSpec] | 
         sub = load_submission(f)
         job_dir = work / "floor" / f.stem
         job_dir.mkdir(parents=True)
-        job = plan(rubric, tuple(checks if checks is not None else rubric.checks), submission_seed(sub.sha256, settings().seed_secret))
+        chosen = tuple(checks if checks is not None else rubric.checks)
+        job = plan(rubric, chosen, submission_seed(sub.sha256, settings().seed_secret))
         write_job(job_dir, job, extract(sub, rubric.targets).chunks)
         jobs.append(job_dir)
     return jobs

@@ -14,7 +14,7 @@ import os
 import sys
 
 sys.path[:0] = [sys.argv[1]]
-import numpy  # noqa: E402,F401
+import numpy  # noqa: E402
 
 from grader.harness.probes import load_probes  # noqa: E402
 from grader.harness.run import execute_probe, import_student  # noqa: E402

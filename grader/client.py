@@ -30,12 +30,14 @@ def run_request(request: dict[str, object], *, use_daemon: bool = True) -> int:
     # Start the sandbox first: its interpreter boots on the other core while this process imports.
     from .session import Session
 
-    with Session() as session:
+    paths = request.get("paths")
+    with Session(runs=len(paths) if isinstance(paths, list | tuple) else None) as session:
         rubric, module = request.get("rubric"), request.get("module")
-        # The visible checks' expected outputs are cached after the first run: a public-only run
-        # (tito test) starts the reference worker only if they are not.
+        # Expected outputs are cached by their inputs (the visible checks' after the first run, a
+        # file's hidden ones after its first grading): the reference worker starts only on a miss,
+        # forked by the zygote while the sandbox runs the student's code.
         session.warm(str(request.get("backend", "local")), rubric if isinstance(rubric, str) else None,
-                     module if isinstance(module, str) else None, reference=not request.get("public_only"))
+                     module if isinstance(module, str) else None, reference=False)
         from .commands import GradeRequest, execute
 
         code = execute(GradeRequest.model_validate(request), session, sys.stdout, sys.stderr)

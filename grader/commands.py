@@ -8,6 +8,8 @@ here reads the working directory, the environment or the terminal.
 
 from __future__ import annotations
 
+import threading
+from functools import cached_property
 from typing import TYPE_CHECKING, Literal, TextIO
 
 from .models import Record
@@ -41,22 +43,48 @@ class GradeRequest(Record):
     color: bool = False
 
 
-def consoles(request: GradeRequest, out: TextIO, err: TextIO) -> tuple[Console, Console]:
-    from rich.console import Console
+class Consoles:
+    """The request's two consoles (output, errors), made on first use: the renderer's imports then
+    happen while the submission is graded (``execute`` starts them on a thread), not before."""
 
-    def make(stream: TextIO, soft_wrap: bool) -> Console:
+    def __init__(self, request: GradeRequest, out: TextIO, err: TextIO) -> None:
+        self._request, self._streams = request, (out, err)
+
+    @cached_property
+    def out(self) -> Console:
+        return self._make(self._streams[0], soft_wrap=False)
+
+    @cached_property
+    def err(self) -> Console:
+        return self._make(self._streams[1], soft_wrap=True)
+
+    def _make(self, stream: TextIO, soft_wrap: bool) -> Console:
+        from rich.console import Console
+
+        request = self._request
         return Console(file=stream, width=request.columns, force_terminal=request.color,
                        color_system="auto" if request.color else None, soft_wrap=soft_wrap)
 
-    return make(out, False), make(err, True)
+
+def _import_renderer() -> None:
+    """What printing a report needs, imported on a thread while the main one waits for the sandbox."""
+    import rich.console
+    import rich.markup  # noqa: F401
+
+    from . import report  # noqa: F401
 
 
 def execute(request: GradeRequest, session: Session, out: TextIO, err: TextIO) -> int:
     """Run one request: 0 iff every graded check passed, 1 if one did not, 2 for bad input."""
-    console, errors = consoles(request, out, err)
-    if request.command == "tito":
-        return _tito(request, session, console, errors)
-    return _grade(request, session, console, errors)
+    renderer = threading.Thread(target=_import_renderer, daemon=True)
+    renderer.start()
+    try:
+        consoles = Consoles(request, out, err)
+        if request.command == "tito":
+            return _tito(request, session, consoles.out, consoles.err)
+        return _grade(request, session, consoles)
+    finally:
+        renderer.join()
 
 
 def _error(errors: Console, message: str) -> None:
@@ -67,11 +95,10 @@ def _error(errors: Console, message: str) -> None:
     errors.print(f"[red]error:[/] {escape(shown(message))}", highlight=False)
 
 
-def _grade(request: GradeRequest, session: Session, console: Console, errors: Console) -> int:
+def _grade(request: GradeRequest, session: Session, consoles: Consoles) -> int:
     from pathlib import Path
 
     from .errors import GraderError, os_reason
-    from .report import render, write_json
     from .visibility import release_for
 
     reports, bad_input = [], False
@@ -82,23 +109,27 @@ def _grade(request: GradeRequest, session: Session, console: Console, errors: Co
                               publish_date=request.publish_date)
         for _path, outcome in grader.grade_many(request.paths):
             if isinstance(outcome, GraderError):
-                _error(errors, str(outcome))
+                _error(consoles.err, str(outcome))
                 bad_input = True
                 continue
+            from .report import render
+
             reports.append(outcome)
-            render(outcome, console, staff=request.staff, release=release)
+            render(outcome, consoles.out, staff=request.staff, release=release)
     except GraderError as e:  # the rubric or the sandbox itself: no file can be graded
-        _error(errors, str(e))
+        _error(consoles.err, str(e))
         bad_input = True
     from .edition import PRACTICE_NOTE, STUDENT
 
     if STUDENT and reports:
-        console.print(f"[dim]{PRACTICE_NOTE}[/]")
+        consoles.out.print(f"[dim]{PRACTICE_NOTE}[/]")
     if request.json_out and reports:  # the reports of the files that were graded, whatever happened to the others
+        from .report import write_json
+
         try:
             write_json(reports, Path(request.json_out))
         except OSError as e:
-            _error(errors, f"--json {request.json_out}: cannot be written ({os_reason(e)}); the report(s) above are "
+            _error(consoles.err, f"--json {request.json_out}: cannot be written ({os_reason(e)}); the report(s) above are "
                            "complete, give a writable file path to keep them as JSON")
             bad_input = True
     if bad_input:

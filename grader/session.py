@@ -27,9 +27,10 @@ if TYPE_CHECKING:
 class Session:
     """Sandboxes and reference oracles for any number of graders; thread-safe; close once."""
 
-    def __init__(self, *, official: bool = False, hide: Sequence[Path] = ()) -> None:
+    def __init__(self, *, official: bool = False, hide: Sequence[Path] = (), runs: int | None = None) -> None:
         self.official = official
         self.hide = tuple(hide)  # extra staff paths every sandbox of this session keeps away from students
+        self.runs = runs  # how many sandbox runs this session will make, when known (None: open-ended)
         self._sandboxes: dict[str, Sandbox] = {}
         self._oracles: dict[str, Oracle] = {}
         self._lock = threading.Lock()
@@ -45,7 +46,7 @@ class Session:
                     from .errors import SandboxUnavailable
 
                     raise SandboxUnavailable(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
-                made = make_sandbox(backend, self.official)
+                made = make_sandbox(backend, self.official, keep_ready=self.runs is None or self.runs > 1)
                 if self.hide:
                     from .sandbox import HidingSandbox
 

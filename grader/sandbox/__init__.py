@@ -70,19 +70,20 @@ class HidingSandbox:
             self.inner.close()
 
 
-def make_sandbox(backend: str, official: bool = False) -> Sandbox:
+def make_sandbox(backend: str, official: bool = False, keep_ready: bool = True) -> Sandbox:
     """The sandbox for a ``--backend`` name; raises SandboxUnavailable with the fix when it can't run.
 
     ``official`` (batch, Gradescope mode): the local backend refuses unless every isolation layer
-    of its mode is verified (docs/SECURITY.md); Docker is always official."""
+    of its mode is verified (docs/SECURITY.md); Docker is always official. ``keep_ready``: after
+    each run, make the next run's sandbox ready (leave it out when no run will follow)."""
     if backend == "local":
         from .local import LocalSandbox
 
-        return LocalSandbox(official=official)
+        return LocalSandbox(official=official, keep_ready=keep_ready)
     if backend == "docker":
         from .docker import DockerSandbox  # type: ignore[import-not-found,unused-ignore]
 
-        return DockerSandbox()  # type: ignore[no-any-return,unused-ignore]
+        return DockerSandbox(keep_ready=keep_ready)  # type: ignore[no-any-return,unused-ignore]
     from ..errors import SandboxUnavailable
 
     raise SandboxUnavailable(f"unknown backend {backend!r}; choose 'local' or 'docker'")

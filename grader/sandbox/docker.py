@@ -309,9 +309,10 @@ class DockerSandbox:
 
     def __init__(self, image: str | None = None, limits: DockerLimits = DockerLimits(),
                  progress: Callable[[str], None] | None = None, client: Any = None,
-                 labels: dict[str, str] | None = None) -> None:
+                 labels: dict[str, str] | None = None, keep_ready: bool = True) -> None:
         from ..image import build_image, docker_client
 
+        self.keep_ready = keep_ready  # a container started after each run, for the next one
         self.client = client or docker_client()
         self.limits = limits
         self.labels = dict(labels or {})  # extra container labels, e.g. to tell a test's containers apart
@@ -525,7 +526,8 @@ class DockerSandbox:
                 self._running -= 1
             if box is not None:  # killed and removed whatever happened; the answer need not wait for it
                 self._background(box.discard, self.client)
-            self._replenish()  # the next job's container starts while this answer is judged
+            if self.keep_ready:
+                self._replenish()  # the next job's container starts while this answer is judged
         return RunResult(outputs, log, killed, time.monotonic() - started)
 
 

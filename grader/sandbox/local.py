@@ -16,7 +16,6 @@ Two uses, one mechanism:
 
 from __future__ import annotations
 
-import importlib.metadata
 import json
 import os
 import random
@@ -149,9 +148,10 @@ def _host_namespaces() -> dict[str, str]:
 class LocalSandbox:
     """Forks each submission's sandbox from a warm zygote; thread-safe."""
 
-    def __init__(self, limits: LocalLimits = LocalLimits(), official: bool = False) -> None:
+    def __init__(self, limits: LocalLimits = LocalLimits(), official: bool = False, keep_ready: bool = True) -> None:
         self.limits = limits
         self.official = official
+        self.keep_ready = keep_ready  # a sandbox made ready after each run, for the next one
         self.mode = isolation_mode()
         self._lock = threading.Lock()
         self._zygote: subprocess.Popen[bytes] | None = None
@@ -242,7 +242,8 @@ class LocalSandbox:
         finally:
             with self._lock:
                 self._running -= 1
-            self._replenish(key)  # the next job's sandbox gets ready while this answer is judged
+            if self.keep_ready:
+                self._replenish(key)  # the next job's sandbox gets ready while this answer is judged
         log, stream = box.log, box.stream
         # Every process of the job is dead, or killed before the stream's end: once the log pipe is
         # empty nothing more can come (its end closes when they are gone; cleanup waits for that).
@@ -446,6 +447,8 @@ def staff_paths() -> list[Path]:
     """Every installed course module's rubric and reference solution, and the copies of the
     reference and rubrics that older builds of an editable install left in site-packages
     (``grader/_data``): the job must reach none of them."""
+    import importlib.metadata
+
     from .. import modules
 
     paths = list(modules.staff_paths())
