@@ -184,6 +184,16 @@ BUGS = (
           "    table[:, half:] = np.cos(angles[:, : embed_dim // 2])\n"),),
         ("sin_pos0", "sin_values", "layer_sin_values_visible", "layer_sin_values"), "concatenated",
         "The sines fill the first half of the columns and the cosines the second half, instead of alternating."),
+    Bug("bug_scale_by_sqrt_seq_len", OLDER,
+        (("h = h * math.sqrt(self.embed_dim)", "h = h * math.sqrt(tokens.shape[1])"),),
+        ("layer_scale",), "multiplied by 1.732 (= sqrt(3))",
+        "scale_embeddings multiplies by the square root of the sequence length instead of sqrt(embed_dim)."),
+    Bug("bug_layer_positions_twice", OLDER,
+        (("            h = self.pos_encoding.forward(h)\n",
+          "            h = self.pos_encoding.forward(h)\n"
+          "            h = h + self.pos_encoding.position_embeddings[:h.shape[1]]\n"),),
+        ("layer_defaults", "layer_scale"), "added twice",
+        "The learned mode adds the position rows itself after the PositionalEncoding has added them already."),
 )
 
 

@@ -344,15 +344,37 @@ def layer_scale(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause | 
             return Cause("the scaling is right for the rows your Embedding returns, but the lookup itself is wrong",
                          "emb_lookup")
         return None  # the lookup is wrong: any guess about the scale would be untested
+    root = math.sqrt(dim)
     if _same(plain, tok * dim):
-        return f"the token embeddings were multiplied by D ({dim}) instead of sqrt(D) ({math.sqrt(dim):.4g})"
+        return f"the token embeddings were multiplied by D ({dim}) instead of sqrt(D) ({root:.4g})"
+    if _same(plain, tok) and _same(learned, tok * root + pos):
+        return ("the tokens are scaled only when positions are added: with pos_encoding=None, scale_embeddings=True "
+                "must scale them as well")
     if _same(plain, tok):
         return "scale_embeddings=True had no effect: multiply the token embeddings by math.sqrt(embed_dim)"
-    if _same(learned, (tok + pos) * math.sqrt(dim)):
+    if _same(learned, (tok + pos) * root):
         return "the scale was applied after adding positions: scale only the token embeddings, then add positions"
-    if _same(plain, tok * math.sqrt(dim)):
-        return embeddings_api.upstream_positions(got, pos, lambda added: tok * math.sqrt(dim) + added, "learned")
+    if _same(plain, tok * root):
+        if _same(learned, tok * root + 2 * pos):
+            return TWICE
+        return embeddings_api.upstream_positions(got, pos, lambda added: tok * root + added, "learned")
+    factor = _factor(plain, tok)
+    if factor is not None:
+        return (f"the token embeddings were multiplied by {factor:.4g} (= sqrt({factor * factor:.4g})) instead of "
+                f"sqrt(embed_dim) = sqrt({dim}) = {root:.4g}")
     return None
+
+
+TWICE = ("the learned position rows were added twice (the PositionalEncoding adds them already): add them once, "
+         "through the PositionalEncoding")
+
+
+def _factor(got: np.ndarray | None, base: np.ndarray) -> float | None:
+    """The one constant c with got == c * base, if there is one."""
+    if got is None or got.shape != base.shape or not np.any(base != 0):
+        return None
+    c = float(np.sum(got * base) / np.sum(base * base))
+    return c if _same(got, c * base) else None
 
 
 def emb_xavier(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
