@@ -227,6 +227,20 @@ def test_a_definition_that_failed_but_was_replaced_does_not_count(grader_local: 
     assert "defining Embedding failed" in last_fails.checks[0].message
 
 
+def test_a_definition_that_failed_on_a_failed_import_names_the_import(grader_local: Grader, tmp_path: Path) -> None:
+    """A class based on a course name the grading runtime lacks: the feedback points at the import."""
+    based = CELLS[EMBEDDING_CELL].replace("class Embedding:", "class Embedding(Module):", 1)
+    cells = [*CELLS[:EMBEDDING_CELL], "from tinytorch.core.layers import Layer, Module\n", based,
+             *CELLS[EMBEDDING_CELL + 1:]]
+    report = grader_local.grade(with_cells(tmp_path, "based.ipynb", cells))
+    assert statuses(report)["emb_lookup"] == "error" and statuses(report)["pe_broadcast"] == "passed"
+    message = next(c.message for c in report.checks if c.id == "emb_lookup")
+    assert (f"defining Embedding failed in cell {EMBEDDING_CELL + 2}, because Module is not defined: its own "
+            f"statement (cell {EMBEDDING_CELL + 1}, line 1) failed first, with ImportError") in message
+    assert (f"cell {EMBEDDING_CELL + 1}, line 1: ImportError: cannot import name 'Module' from 'tinytorch.core.layers' "
+            f"(cell {EMBEDDING_CELL + 1}, line 1, in <module>)") in report.extraction.import_errors  # no bundle path
+
+
 def test_statements_that_complete_a_class_are_graded_with_it(grader_local: Grader, tmp_path: Path) -> None:
     embedding = CELLS[EMBEDDING_CELL]
     call = "    def __call__(self, indices: Tensor) -> Tensor:\n        return self.forward(indices)\n"

@@ -159,6 +159,9 @@ def describe_exception(e: BaseException) -> dict[str, Any]:
         message = str(e)
     except BaseException:
         message = "<unprintable>"
+    path = getattr(e, "path", None) if isinstance(e, ImportError) else None
+    if isinstance(path, str) and message.endswith(f" ({path})"):
+        message = message[: -len(path) - 3]  # the module is named already; where the bundle lies is ours
     return {"type": type(e).__name__[:80], "message": message[:MAX_MESSAGE], "where": where}
 
 

@@ -35,7 +35,8 @@ def definition_failure(spec: CheckSpec, chunks: Sequence[Chunk], imported: Impor
     for name in spec.needs:
         err = _final_definition_error(name, chunks, imported)
         if err is not None:
-            return CheckOutput(outcome="error", error=err.error, note=_definition_note(name, err))
+            note = _definition_note(name, err) + _failed_dependency(err, imported)
+            return CheckOutput(outcome="error", error=err.error, note=note)
     return None
 
 
@@ -65,6 +66,19 @@ def _definition_note(name: str, err: ChunkError) -> str:
     if err.error.type == "NotImplementedError":
         note += " (the starter's raise NotImplementedError() is still there: finish it)"
     return note
+
+
+def _failed_dependency(err: ChunkError, imported: ImportRecord) -> str:
+    """When a definition failed on a NameError for a name whose own statement failed first (a class
+    based on ``Layer`` whose import failed, say), that earlier failure is the real cause."""
+    if err.error.type != "NameError":
+        return ""
+    for earlier in imported.chunk_errors:
+        for name in earlier.defines:
+            if f"'{name}'" in err.error.message and earlier is not err:
+                return (f", because {name} is not defined: its own statement (cell {earlier.cell}, line "
+                        f"{earlier.line}) failed first, with {earlier.error.type}")
+    return ""
 
 
 def explain_name_error(got: CheckOutput, imported: ImportRecord | None) -> CheckOutput:

@@ -169,6 +169,31 @@ BUGS = (
           "        grad_weight = np.zeros_like(weight.data, dtype=np.float16)  # half the memory\n"),),
         ("grad_accumulate",), "float16 precision only",
         "Newer generation: backward accumulates the gradient in float16, so gradient values lose all but 11 bits."),
+    Bug("bug_layer_1d_axis_last", OLDER,
+        (("tokens = Tensor(tokens.data[np.newaxis, :])", "tokens = Tensor(tokens.data[:, np.newaxis])"),
+         ("            h = h[0]\n", "            h = h.reshape(h.shape[0], self.embed_dim)\n")),
+        ("layer_sin_values_visible", "layer_sin_values"), "every token got position 0",
+        "For 1-D tokens the layer adds the new axis last, (seq, 1): every token is a one-token sequence at position 0."),
+    Bug("bug_pe_x_detached", OLDER,
+        (("        return x + positions\n", "        return x.data + positions\n"),),
+        ("pe_grad",), "none reached x",
+        "PositionalEncoding adds the rows to x.data, not to x: the table still learns, but no gradient goes back to x."),
+    Bug("bug_sin_halves", OLDER,
+        (("    table[:, 0::2] = np.sin(angles)\n    table[:, 1::2] = np.cos(angles[:, : embed_dim // 2])\n",
+          "    half = angles.shape[1]\n    table[:, :half] = np.sin(angles)\n"
+          "    table[:, half:] = np.cos(angles[:, : embed_dim // 2])\n"),),
+        ("sin_pos0", "sin_values", "layer_sin_values_visible", "layer_sin_values"), "concatenated",
+        "The sines fill the first half of the columns and the cosines the second half, instead of alternating."),
+    Bug("bug_scale_by_sqrt_seq_len", OLDER,
+        (("h = h * math.sqrt(self.embed_dim)", "h = h * math.sqrt(tokens.shape[1])"),),
+        ("layer_scale",), "multiplied by 1.732 (= sqrt(3))",
+        "scale_embeddings multiplies by the square root of the sequence length instead of sqrt(embed_dim)."),
+    Bug("bug_layer_positions_twice", OLDER,
+        (("            h = self.pos_encoding.forward(h)\n",
+          "            h = self.pos_encoding.forward(h)\n"
+          "            h = h + self.pos_encoding.position_embeddings[:h.shape[1]]\n"),),
+        ("layer_defaults", "layer_scale"), "added twice",
+        "The learned mode adds the position rows itself after the PositionalEncoding has added them already."),
 )
 
 

@@ -404,10 +404,29 @@ def test_enable_autograd_is_idempotent_and_silent(capsys: pytest.CaptureFixture[
     assert Tensor._autograd_enabled is True
 
 
+def test_a_layer_subclass_gets_call_parameters_and_repr_from_the_base() -> None:
+    from tinytorch.core.layers import Layer
+
+    class Shift(Layer):
+        def __init__(self) -> None:
+            super().__init__()
+            self.table = Tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+
+        def forward(self, x: Tensor, start_pos: int = 0) -> Tensor:
+            return x + self.table[start_pos : start_pos + 1]
+
+    layer = Shift()
+    out = layer(Tensor([[10.0, 20.0]]), start_pos=1)  # extra arguments reach forward
+    np.testing.assert_array_equal(out.data, [[13.0, 24.0]])
+    assert Layer().parameters() == [] and repr(layer) == "Shift()"
+    with pytest.raises(NotImplementedError, match=r"Layer\.forward"):
+        Layer()(Tensor([1.0]))
+
+
 def test_importing_the_runtime_prints_nothing() -> None:
     code = (
         "import sys; sys.path.insert(0, sys.argv[1]); "
-        "import tinytorch, tinytorch.core.tensor, tinytorch.core.autograd"
+        "import tinytorch, tinytorch.core.tensor, tinytorch.core.autograd, tinytorch.core.layers"
     )
     done = subprocess.run(
         [sys.executable, "-I", "-c", code, str(RUNTIME)],

@@ -201,12 +201,30 @@ def pe_too_long(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
 
 
 def pe_grad(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause | None:
-    if _no_gradient(got):
+    if str(got.facts.get("grad", "")).startswith("no gradient"):
         return ("the gradient never reached position_embeddings: build the output with Tensor operations "
                 "(x + self.position_embeddings[:seq_len]), not Tensor(x.data + ...)")
     grad, g = _arr(got, "grad"), i["upstream"]
     if grad is None:
         return None
+    if _same(grad, exp.arrays.get("grad", np.empty(0))):
+        return _pe_x_grad_cause(got, g)
+    return _pe_table_grad_cause(grad, g)
+
+
+def _pe_x_grad_cause(got: CheckOutput, g: np.ndarray) -> str | None:
+    """x + P hands x the upstream gradient unchanged."""
+    fix = ("x + P hands x the upstream gradient unchanged, so that the token embeddings before it learn: add to x "
+           "itself, not to x.data, and have a backward of your own return x's gradient next to the table's")
+    if str(got.facts.get("x_grad", "")).startswith("no gradient"):
+        return f"the table's gradient is right, but none reached x: {fix}"
+    x_grad = _arr(got, "x_grad")
+    if x_grad is not None and not _same(x_grad, g):
+        return f"the table's gradient is right, but x received a different one: {fix}"
+    return None
+
+
+def _pe_table_grad_cause(grad: np.ndarray, g: np.ndarray) -> str | Cause | None:
     seq = g.shape[1]
     shifted = np.zeros_like(grad)
     shifted[1:seq + 1] = g.sum(axis=0)[: len(grad) - 1]
@@ -221,19 +239,31 @@ def pe_grad(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause | None
     return None
 
 
-def _sinusoid(max_len: int, dim: int, *, swap: bool = False, per_column: bool = False, base: float = 10000.0) -> np.ndarray:
+def _sinusoid(max_len: int, dim: int, *, swap: bool = False, per_column: bool = False, base: float = 10000.0,
+              halves: bool = False) -> np.ndarray:
     pos = np.arange(max_len)[:, None]
     col = np.arange(dim)[None, :]
+    if halves:  # sines of frequency i in column i, then the cosines: concatenated, not interleaved
+        first = (dim + 1) // 2
+        pair = np.where(col < first, col, col - first)
+        angle = pos / base ** (2 * pair / dim)
+        return np.where(col < first, np.sin(angle), np.cos(angle))
     exponent = (col if per_column else 2 * (col // 2)) / dim
     angle = pos / base**exponent
     even = (col % 2 == 0) != swap
     return np.where(even, np.sin(angle), np.cos(angle))
 
 
+HALVES = ("the sines fill the first half of the columns and the cosines the second half (concatenated): the "
+          "course interleaves them, PE[:, 0::2] = sin and PE[:, 1::2] = cos")
+
+
 def sin_pos0(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
     for row in got.arrays.values():
         if row.ndim == 1 and row.size >= 2 and np.allclose(row[:2], [1.0, 0.0]):
             return "row 0 starts [1, 0, ...]: sin and cos are swapped (even columns sin, odd columns cos)"
+        if row.ndim == 1 and row.size >= 3 and np.allclose(row, _sinusoid(1, row.size, halves=True)[0]):
+            return f"row 0 is [0, ..., 0, 1, ..., 1]: {HALVES}"
     return None
 
 
@@ -242,6 +272,7 @@ def sin_values(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
         "sin and cos are swapped: even columns take sin, odd columns cos": {"swap": True},
         "the frequency uses each column's own index: columns 2i and 2i+1 must share 10000^(2i/D)": {"per_column": True},
         "the base is not 10000": {"base": 1000.0},
+        HALVES: {"halves": True},
     }
     for name, table in got.arrays.items():
         dim = int(name.rsplit("_d", 1)[1])
@@ -286,7 +317,20 @@ def layer_sin_values(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cau
                      "emb_lookup")
     if _same(out, tok + _sinusoid(i["max_len"], i["dim"], swap=True)[:seq]):
         return "the added sinusoid has sin and cos swapped"
-    return None
+    return _layer_1d_cause(got, exp, i) if sin is not None and _same(out, tok + sin[:seq]) else None
+
+
+def _layer_1d_cause(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
+    """2-D tokens come out right; what went wrong with the same tokens given as one 1-D sequence."""
+    one, expected = _arr(got, "out_1d"), exp.arrays.get("out_1d")
+    if one is None or expected is None or one.shape != expected.shape or _same(one, expected):
+        return None
+    row = i["tokens"].astype(int)[1]
+    fix = "add the batch axis in front (tokens.reshape(1, -1)), run the 2-D code, then drop that axis"
+    if _same(one, i["weight"][row] + exp.arrays["aux_sinusoids"][0]):
+        return (f"1-D tokens became seq_len sequences of one token each (reshape(-1, 1)), so every token got "
+                f"position 0: {fix}")
+    return f"2-D tokens are right, but the same tokens as one 1-D sequence are not: {fix}"
 
 
 def layer_scale(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause | None:
@@ -300,15 +344,37 @@ def layer_scale(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause | 
             return Cause("the scaling is right for the rows your Embedding returns, but the lookup itself is wrong",
                          "emb_lookup")
         return None  # the lookup is wrong: any guess about the scale would be untested
+    root = math.sqrt(dim)
     if _same(plain, tok * dim):
-        return f"the token embeddings were multiplied by D ({dim}) instead of sqrt(D) ({math.sqrt(dim):.4g})"
+        return f"the token embeddings were multiplied by D ({dim}) instead of sqrt(D) ({root:.4g})"
+    if _same(plain, tok) and _same(learned, tok * root + pos):
+        return ("the tokens are scaled only when positions are added: with pos_encoding=None, scale_embeddings=True "
+                "must scale them as well")
     if _same(plain, tok):
         return "scale_embeddings=True had no effect: multiply the token embeddings by math.sqrt(embed_dim)"
-    if _same(learned, (tok + pos) * math.sqrt(dim)):
+    if _same(learned, (tok + pos) * root):
         return "the scale was applied after adding positions: scale only the token embeddings, then add positions"
-    if _same(plain, tok * math.sqrt(dim)):
-        return embeddings_api.upstream_positions(got, pos, lambda added: tok * math.sqrt(dim) + added, "learned")
+    if _same(plain, tok * root):
+        if _same(learned, tok * root + 2 * pos):
+            return TWICE
+        return embeddings_api.upstream_positions(got, pos, lambda added: tok * root + added, "learned")
+    factor = _factor(plain, tok)
+    if factor is not None:
+        return (f"the token embeddings were multiplied by {factor:.4g} (= sqrt({factor * factor:.4g})) instead of "
+                f"sqrt(embed_dim) = sqrt({dim}) = {root:.4g}")
     return None
+
+
+TWICE = ("the learned position rows were added twice (the PositionalEncoding adds them already): add them once, "
+         "through the PositionalEncoding")
+
+
+def _factor(got: np.ndarray | None, base: np.ndarray) -> float | None:
+    """The one constant c with got == c * base, if there is one."""
+    if got is None or got.shape != base.shape or not np.any(base != 0):
+        return None
+    c = float(np.sum(got * base) / np.sum(base * base))
+    return c if _same(got, c * base) else None
 
 
 def emb_xavier(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:

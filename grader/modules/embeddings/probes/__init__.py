@@ -257,16 +257,19 @@ def _pe_broadcast_run(ns: Namespace, i: Inputs) -> Outputs:
 
 
 def _pe_grad_describe(i: Inputs) -> str:
-    return _pe_describe(i) + f", then backward of a known gradient of shape {tuple(i['upstream'].shape)}"
+    return (_pe_describe(i) + f" with x.requires_grad, then backward of a known gradient of shape "
+            f"{tuple(i['upstream'].shape)}; the gradients of the table and of x")
 
 
 def _pe_grad_run(ns: Namespace, i: Inputs) -> Outputs:
     T = tensor_class()
     pe = ns["PositionalEncoding"](i["max_len"], i["dim"])
     param = inject(pe, i["table"], "PositionalEncoding")
-    pe(T(i["x"], requires_grad=True)).backward(i["upstream"].copy())
-    grad = grad_of(param, "position_embeddings")
-    return {"grad": grad if grad is not None else NO_GRADIENT}
+    x = T(i["x"], requires_grad=True)
+    pe(x).backward(i["upstream"].copy())
+    grad, x_grad = grad_of(param, "position_embeddings"), grad_of(x, "x")
+    return {"grad": grad if grad is not None else NO_GRADIENT,
+            "x_grad": x_grad if x_grad is not None else NO_GRADIENT}
 
 
 def _pe_too_long_inputs(rng: np.random.Generator) -> Inputs:
@@ -350,7 +353,8 @@ def _layer_modes_run(ns: Namespace, i: Inputs) -> Outputs:
 
 def _layer_sin_values_describe(i: Inputs) -> str:
     return (f"EmbeddingLayer({i['vocab']}, {i['dim']}, max_seq_len={i['max_len']}, pos_encoding='sinusoidal') "
-            f"with known token weights, on tokens {fmt(i['tokens'].astype(int))}")
+            f"with known token weights, on tokens {fmt(i['tokens'].astype(int))}, then on its second row alone "
+            "(1-D tokens)")
 
 
 def _layer_sin_values_run(ns: Namespace, i: Inputs) -> Outputs:
@@ -359,6 +363,7 @@ def _layer_sin_values_run(ns: Namespace, i: Inputs) -> Outputs:
     inject(layer, i["weight"], "EmbeddingLayer")
     return {
         "out": as_array(layer(T(i["tokens"])), "EmbeddingLayer output"),
+        "out_1d": attempt(lambda: layer(T(i["tokens"][1])), "EmbeddingLayer output on 1-D tokens"),
         "aux_lookup": own_lookup(ns, i),
         "aux_sinusoids": attempt(lambda: ns["create_sinusoidal_embeddings"](i["max_len"], i["dim"]),
                                  "create_sinusoidal_embeddings(...)"),

@@ -1,1 +1,2 @@
-"""Core of the course runtime: `tensor` (Tensor, Function, backward) and `autograd`."""
+"""Core of the course runtime: `tensor` (Tensor, Function, backward), `autograd` and `layers` (the
+Layer base class)."""
