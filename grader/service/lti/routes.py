@@ -68,7 +68,8 @@ from .models import LtiEvent, LtiPassback
 from .nrps import sync_roster
 from .registration import INVITE_TTL_S, find_platform, invitation_url, register
 
-STATE_COOKIE = "grader_lti_state"
+STATE_COOKIE = "grader_lti_state_"  # + the login's state: one cookie per login, so that two tabs
+# (or a double click) launching at once do not overwrite each other's
 LINK_COOKIE, DL_COOKIE = "grader_lti_link", "grader_lti_dl"  # a verified launch, handed over a staff sign-in
 HANDOVER_S = 3600
 MAX_ID_TOKEN = 64 * 1024  # platforms' id_tokens are a few kB; a larger form is refused unread
@@ -149,7 +150,8 @@ async def login(request: Request) -> HTMLResponse | RedirectResponse:
     if target is None:
         return state  # type: ignore[return-value]
     response = RedirectResponse(str(target), status_code=302)
-    response.set_cookie(STATE_COOKIE, str(state), max_age=600, secure=True, httponly=True, samesite="none")
+    response.set_cookie(STATE_COOKIE + str(state), str(state), max_age=600, secure=True, httponly=True,
+                        samesite="none")
     return response
 
 
@@ -161,7 +163,7 @@ async def launch(request: Request, id_token: Annotated[str, Form(max_length=MAX_
     first time they sign in with its token); a deep-linking launch on the assignment picker."""
     config = _config(request)
     db: Database = request.app.state.db
-    cookie = request.cookies.get(STATE_COOKIE)
+    cookie = request.cookies.get(STATE_COOKIE + state) if state else None
 
     def work(s: Session) -> HTMLResponse | RedirectResponse:
         secret = load_secret(s)
@@ -189,7 +191,8 @@ async def launch(request: Request, id_token: Annotated[str, Form(max_length=MAX_
                                    f"/staff/c/{done.course}/{done.assignment}")
 
     response: HTMLResponse | RedirectResponse = await run_in_threadpool(db.run, work)
-    response.delete_cookie(STATE_COOKIE, secure=True, httponly=True, samesite="none")
+    if cookie is not None:
+        response.delete_cookie(STATE_COOKIE + state, secure=True, httponly=True, samesite="none")
     return response
 
 
