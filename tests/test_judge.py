@@ -132,6 +132,22 @@ def test_averaging_repeated_tokens_is_diagnosed_as_a_mean() -> None:
     assert "Likely cause: row 0 received the mean of its two gradient rows" in result.message
 
 
+@pytest.mark.parametrize(("scales", "cause"), [
+    pytest.param((1 / 2, 1 / 3), "the gradient is scaled by 1/N, N = the number of ids in the backward (1/3 for 3 ids)",
+                 id="mean-over-ids"),
+    pytest.param((0.5, 0.5), "the gradient is 0.5 times the right one", id="constant"),
+    pytest.param((1.0, 0.25), None, id="one-backward-only"),
+])
+def test_a_gradient_scaled_by_a_constant_names_the_factor(scales: tuple[float, float], cause: str | None) -> None:
+    upstream = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+    inputs = {"vocab": 4, "dim": 2, "weight": SEED_WEIGHTS, "upstream": upstream}
+    seed, grad = seed_backward([1, 1], [[1, 2], [3, 4]]), seed_backward([0, 2, 0], upstream.tolist())
+    got = ok(seed_grad=seed * scales[0], grad=grad * scales[1])
+    result = judge(SPECS["grad_accumulate"], "backward", inputs, got, ok(seed_grad=seed, grad=grad))
+    assert result.status == "failed"
+    assert (f"Likely cause: {cause}" in result.message) if cause else "Likely cause" not in result.message
+
+
 def test_overwriting_backward_fails_grad_accumulate_with_the_cause() -> None:
     upstream = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
     inputs = {"vocab": 4, "dim": 2, "weight": SEED_WEIGHTS, "upstream": upstream}

@@ -194,6 +194,13 @@ BUGS = (
           "            h = h + self.pos_encoding.position_embeddings[:h.shape[1]]\n"),),
         ("layer_defaults", "layer_scale"), "added twice",
         "The learned mode adds the position rows itself after the PositionalEncoding has added them already."),
+    Bug("bug_newer_backward_mean_over_ids", NEWER,
+        (("        np.add.at(grad_weight, flat_ids, upstream)  # repeated ids accumulate\n",
+          "        np.add.at(grad_weight, flat_ids, upstream)  # repeated ids accumulate\n"
+          "        grad_weight /= len(flat_ids)  # average over the tokens\n"),),
+        ("grad_accumulate", "grad_sparse", "grad_batch_visible", "grad_batch", "emb_large_ids"),
+        "the gradient is scaled by 1/N, N = the number of ids",
+        "Newer generation: backward divides the whole gradient by the number of ids (a mean over the tokens)."),
 )
 
 

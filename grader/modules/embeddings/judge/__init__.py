@@ -16,6 +16,7 @@ from ....channel import CheckOutput
 from ....judge import uniform
 from ....judge.compare import Cause, Diagnosis, Mismatch, close
 from . import api as embeddings_api
+from . import scale
 
 Inputs = dict[str, Any]
 NO_GRAD_CAUSE = ("the gradient never reached the weights: forward must connect its output to the weight "
@@ -104,6 +105,9 @@ def emb_index_error(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None
 def grad_accumulate(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
     if _no_gradient(got):
         return NO_GRAD_CAUSE
+    scaled = scale.gradient_scale(got, exp, {"seed_grad": 2, "grad": 3})  # before row 0 alone, which a scale fools
+    if scaled:
+        return scaled
     grad, g = _arr(got, "grad"), i["upstream"]
     if grad is not None and _same(grad[0], (g[0] + g[2]) / 2):
         return ("row 0 received the mean of its two gradient rows: repeated tokens must add up their gradients "
@@ -140,7 +144,7 @@ def grad_sparse(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
         if touched:
             return (f"row {touched[0]} was never looked up but got a non-zero gradient: start from "
                     "np.zeros_like(weight) and add only into the rows that were used")
-    return None
+    return scale.gradient_scale(got, exp, {"seed_grad_second": 2, "grad": i["ids"].size})
 
 
 def grad_batch(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
@@ -163,7 +167,7 @@ def grad_batch(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
     overwrite[ids.reshape(-1)] = g.reshape(-1, g.shape[-1])
     if np.array_equal(grad, overwrite):
         return "repeated ids overwrite each other: accumulate with np.add.at over the flattened batch"
-    return None
+    return scale.gradient_scale(got, exp, {"grad": ids.size})
 
 
 def pe_broadcast(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
@@ -358,7 +362,7 @@ def layer_scale(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause | 
         if _same(learned, tok * root + 2 * pos):
             return TWICE
         return embeddings_api.upstream_positions(got, pos, lambda added: tok * root + added, "learned")
-    factor = _factor(plain, tok)
+    factor = scale.factor(plain, tok)
     if factor is not None:
         return (f"the token embeddings were multiplied by {factor:.4g} (= sqrt({factor * factor:.4g})) instead of "
                 f"sqrt(embed_dim) = sqrt({dim}) = {root:.4g}")
@@ -367,14 +371,6 @@ def layer_scale(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause | 
 
 TWICE = ("the learned position rows were added twice (the PositionalEncoding adds them already): add them once, "
          "through the PositionalEncoding")
-
-
-def _factor(got: np.ndarray | None, base: np.ndarray) -> float | None:
-    """The one constant c with got == c * base, if there is one."""
-    if got is None or got.shape != base.shape or not np.any(base != 0):
-        return None
-    c = float(np.sum(got * base) / np.sum(base * base))
-    return c if _same(got, c * base) else None
 
 
 def emb_xavier(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:

@@ -15,6 +15,7 @@ import numpy as np
 from ....channel import CheckOutput
 from ....judge.compare import Cause, Diagnosis, close
 from ..probes.api import large_table
+from .scale import gradient_scale
 
 Inputs = dict[str, Any]
 OWN = "ValueError"  # raised by the student's own check (numpy's own ValueError is reported differently)
@@ -198,7 +199,7 @@ def emb_large_ids(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
             if _same(grad, full[ids.astype(int)]):
                 return (f"the forward is right, but the backward casts the ids to {dtype}, which wraps at "
                         f"{_wrap(dtype)}: cast with astype(int) or np.int64")
-    return None
+    return gradient_scale(got, exp, {"grad_rows": ids.size}) if _same(rows, table[ids.astype(int)]) else None
 
 
 def _wrap(dtype: str) -> str:
