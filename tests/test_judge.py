@@ -161,6 +161,24 @@ def test_overwriting_backward_fails_grad_accumulate_with_the_cause() -> None:
     assert judge(SPECS["grad_accumulate"], "", inputs, exp, exp).score == SPECS["grad_accumulate"].points
 
 
+def sinusoid(max_len: int, dim: int, width: int) -> np.ndarray:
+    """Sines in even columns, cosines in odd ones, of pos / 10000^(2i / width)."""
+    angle = np.arange(max_len)[:, None] / 10000.0 ** (2 * (np.arange(dim)[None, :] // 2) / width)
+    return np.where(np.arange(dim) % 2 == 0, np.sin(angle), np.cos(angle))
+
+
+@pytest.mark.parametrize(("odd_table", "cause"), [
+    pytest.param(sinusoid(12, 5, 6), "for odd embed_dim the exponent divides by D + 1", id="width-rounded-up"),
+    pytest.param(np.zeros((12, 5)), None, id="unrecognised"),  # the right even table matches no mistake
+])
+def test_an_odd_width_exponent_is_named_only_from_the_odd_table(odd_table: np.ndarray, cause: str | None) -> None:
+    inputs = {"max_len": 12, "dims": [4, 5]}
+    exp = ok(table_d4=sinusoid(12, 4, 4), table_d5=sinusoid(12, 5, 5))
+    result = judge(SPECS["sin_values"], "sinusoids", inputs, ok(table_d4=sinusoid(12, 4, 4), table_d5=odd_table), exp)
+    assert result.status == "failed"
+    assert (f"Likely cause: {cause}" in result.message) if cause else "Likely cause" not in result.message
+
+
 def test_sin_pos0_names_swapped_sin_and_cos() -> None:
     exp = ok(row0_d4=np.array([0.0, 1.0, 0.0, 1.0]))
     got = ok(row0_d4=np.array([1.0, 0.0, 1.0, 0.0]))

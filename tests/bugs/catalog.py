@@ -201,6 +201,12 @@ BUGS = (
         ("grad_accumulate", "grad_sparse", "grad_batch_visible", "grad_batch", "emb_large_ids"),
         "the gradient is scaled by 1/N, N = the number of ids",
         "Newer generation: backward divides the whole gradient by the number of ids (a mean over the tokens)."),
+    Bug("bug_sin_odd_width", OLDER,
+        (("    inv_freq = np.exp(-math.log(10000.0) * even_cols / embed_dim)         # 1 / 10000^(2i/D)\n",
+          "    width = embed_dim + embed_dim % 2                                     # whole (sin, cos) pairs\n"
+          "    inv_freq = np.exp(-math.log(10000.0) * even_cols / width)             # 1 / 10000^(2i/D)\n"),),
+        ("sin_values",), "the exponent divides by D + 1",
+        "For an odd embed_dim the frequencies divide by D + 1, the width rounded up to whole (sin, cos) pairs."),
 )
 
 

@@ -244,7 +244,9 @@ def _pe_table_grad_cause(grad: np.ndarray, g: np.ndarray) -> str | Cause | None:
 
 
 def _sinusoid(max_len: int, dim: int, *, swap: bool = False, per_column: bool = False, base: float = 10000.0,
-              halves: bool = False) -> np.ndarray:
+              halves: bool = False, padded: bool = False) -> np.ndarray:
+    """The sinusoid table, or one of its usual mistakes; ``padded``: the exponent divides by the even width
+    (D + 1 for odd D) of a table built for whole (sin, cos) pairs and then cut to D columns."""
     pos = np.arange(max_len)[:, None]
     col = np.arange(dim)[None, :]
     if halves:  # sines of frequency i in column i, then the cosines: concatenated, not interleaved
@@ -252,7 +254,7 @@ def _sinusoid(max_len: int, dim: int, *, swap: bool = False, per_column: bool = 
         pair = np.where(col < first, col, col - first)
         angle = pos / base ** (2 * pair / dim)
         return np.where(col < first, np.sin(angle), np.cos(angle))
-    exponent = (col if per_column else 2 * (col // 2)) / dim
+    exponent = (col if per_column else 2 * (col // 2)) / (dim + dim % 2 if padded else dim)
     angle = pos / base**exponent
     even = (col % 2 == 0) != swap
     return np.where(even, np.sin(angle), np.cos(angle))
@@ -277,11 +279,15 @@ def sin_values(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
         "the frequency uses each column's own index: columns 2i and 2i+1 must share 10000^(2i/D)": {"per_column": True},
         "the base is not 10000": {"base": 1000.0},
         HALVES: {"halves": True},
+        "for odd embed_dim the exponent divides by D + 1 (the width of whole sin/cos pairs) instead of D: the "
+        "frequencies are 10000^(2i/D) with D itself, then the last cos is dropped": {"padded": True},
     }
     for name, table in got.arrays.items():
         dim = int(name.rsplit("_d", 1)[1])
+        right = _sinusoid(i["max_len"], dim)
         for cause, kwargs in variants.items():
-            if table.shape == (i["max_len"], dim) and _same(table, _sinusoid(i["max_len"], dim, **kwargs)):
+            variant = _sinusoid(i["max_len"], dim, **kwargs)
+            if table.shape == right.shape and not _same(variant, right) and _same(table, variant):
                 return cause
     for name, reason in got.rejected.items():
         if "shape" in reason and name.endswith(tuple(f"_d{d}" for d in i["dims"] if d % 2)):
