@@ -179,6 +179,26 @@ def test_an_odd_width_exponent_is_named_only_from_the_odd_table(odd_table: np.nd
     assert (f"Likely cause: {cause}" in result.message) if cause else "Likely cause" not in result.message
 
 
+@pytest.mark.parametrize(("shifted", "cause"), [
+    pytest.param(4, "with start_pos=3 the window starts at row 4 instead of row 3", id="window-one-late"),
+    pytest.param("raised ValueError from numpy or the Tensor library, not from your own check",
+                 "the window for start_pos is not seq_len (2) rows long", id="window-too-short"),
+])
+def test_a_start_pos_window_in_the_wrong_place_is_named(shifted: int | str, cause: str) -> None:
+    table, x = np.arange(20.0).reshape(10, 2), np.ones((2, 2, 2))
+    inputs = {"max_len": 10, "dim": 2, "start": 3, "table": table, "x": x, "upstream": x}
+    newer: dict[str, Any] = {"aux_takes_start_pos": ["PositionalEncoding.forward"]}
+    right = {"forward_default": x + table[:2], "forward_shifted": x + table[3:5], "call_shifted": x + table[3:5]}
+    exp = CheckOutput(outcome="ok", facts=newer, arrays=right)
+    wrong = x + table[shifted:shifted + 2] if isinstance(shifted, int) else None
+    arrays = {**right, "forward_shifted": wrong, "call_shifted": wrong} if wrong is not None else {
+        "forward_default": right["forward_default"]}
+    facts: dict[str, Any] = newer if wrong is not None else {**newer, "forward_shifted": shifted,
+                                                              "call_shifted": shifted}
+    result = judge(SPECS["pe_start_pos"], "start_pos", inputs, CheckOutput(outcome="ok", facts=facts, arrays=arrays), exp)
+    assert result.status == "failed" and "Likely cause: with start_pos=3 " in result.message and cause in result.message
+
+
 def test_sin_pos0_names_swapped_sin_and_cos() -> None:
     exp = ok(row0_d4=np.array([0.0, 1.0, 0.0, 1.0]))
     got = ok(row0_d4=np.array([1.0, 0.0, 1.0, 0.0]))

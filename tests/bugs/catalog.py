@@ -207,6 +207,11 @@ BUGS = (
           "    inv_freq = np.exp(-math.log(10000.0) * even_cols / width)             # 1 / 10000^(2i/D)\n"),),
         ("sin_values",), "the exponent divides by D + 1",
         "For an odd embed_dim the frequencies divide by D + 1, the width rounded up to whole (sin, cos) pairs."),
+    Bug("bug_newer_start_pos_window_end", NEWER,
+        (("window = self.position_embeddings[start_pos:start_pos + seq_len]",
+          "window = self.position_embeddings[start_pos:seq_len]"),),
+        ("pe_start_pos", "layer_start_pos"), "the window for start_pos is not seq_len (",
+        "Newer generation: PositionalEncoding's window ends at seq_len, not at start_pos + seq_len, so it is too short."),
 )
 
 
