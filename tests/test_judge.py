@@ -199,6 +199,24 @@ def test_a_start_pos_window_in_the_wrong_place_is_named(shifted: int | str, caus
     assert result.status == "failed" and "Likely cause: with start_pos=3 " in result.message and cause in result.message
 
 
+@pytest.mark.parametrize(("rows", "cause"), [
+    pytest.param((9, 0), "out-of-range ids are clamped into range (id 10 read row 9 and id -1 read row 0", id="clip"),
+    pytest.param((None, 9), "id -1 was accepted (numpy silently wraps negative indices to the last row)", id="wrap"),
+    pytest.param((None, None), "id -1 was accepted: reject ids < 0", id="row-unknown"),
+])
+def test_an_accepted_bad_id_is_explained_by_the_row_it_read(rows: tuple[int | None, int | None], cause: str) -> None:
+    refused: dict[str, Any] = {"id_equal_vocab": "ValueError", "id_minus_one": "ValueError", "id_last_valid": "none",
+               "mixed_negative": "ValueError", "mixed_too_big": "ValueError", "batch_too_big": "ValueError"}
+    accepted: dict[str, Any] = {**refused, "id_minus_one": "none", "mixed_negative": "none",
+                "aux_row_of_vocab": rows[0], "aux_row_of_minus_one": rows[1]}
+    if rows[0] is not None:
+        accepted |= {"id_equal_vocab": "none", "mixed_too_big": "none", "batch_too_big": "none"}
+    got, exp = CheckOutput(outcome="ok", facts=accepted), CheckOutput(outcome="ok", facts=refused)
+    result = judge(SPECS["emb_index_error"], "ids", {"vocab": 10, "dim": 2}, got, exp)
+    assert result.status == "failed" and f"Likely cause: {cause}" in result.message
+    assert ("clamped" in result.message) == (rows[0] is not None)
+
+
 def test_sin_pos0_names_swapped_sin_and_cos() -> None:
     exp = ok(row0_d4=np.array([0.0, 1.0, 0.0, 1.0]))
     got = ok(row0_d4=np.array([1.0, 0.0, 1.0, 0.0]))

@@ -212,6 +212,14 @@ BUGS = (
           "window = self.position_embeddings[start_pos:seq_len]"),),
         ("pe_start_pos", "layer_start_pos"), "the window for start_pos is not seq_len (",
         "Newer generation: PositionalEncoding's window ends at seq_len, not at start_pos + seq_len, so it is too short."),
+    Bug("bug_ids_clipped", OLDER,
+        (("        ids = indices.data\n        if ids.size and (ids.min() < 0 or ids.max() >= self.vocab_size):\n"
+          "            raise ValueError(\n                f\"Token ids must be in [0, {self.vocab_size}); \"\n"
+          "                f\"got min={ids.min()}, max={ids.max()}\"\n            )\n",
+          "        # unknown ids fall back to the nearest valid row instead of crashing\n"
+          "        ids = np.clip(indices.data, 0, self.vocab_size - 1)\n"),),
+        ("emb_index_error",), "out-of-range ids are clamped into range",
+        "Out-of-range ids are clipped into [0, vocab_size - 1] with np.clip instead of raising ValueError."),
 )
 
 

@@ -84,10 +84,19 @@ def emb_params(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
 def emb_index_error(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
     causes = []
     at_v, neg, last = got.facts.get("id_equal_vocab"), got.facts.get("id_minus_one"), got.facts.get("id_last_valid")
-    if at_v == "none":
+    v = i["vocab"]
+    clamped = [f"id {token} read row {row}" for token, accepted, row, edge in (
+        (v, at_v, got.facts.get("aux_row_of_vocab"), v - 1), (-1, neg, got.facts.get("aux_row_of_minus_one"), 0))
+        if accepted == "none" and row == edge]
+    if clamped:
+        causes.append(f"out-of-range ids are clamped into range ({' and '.join(clamped)}, as np.clip(ids, 0, "
+                      "vocab_size - 1) does): a bad id is an error, raise ValueError instead of clipping it")
+    elif at_v == "none":
         causes.append("id == vocab_size was accepted: the check must be ids >= vocab_size, not > vocab_size")
-    if neg == "none":
-        causes.append("id -1 was accepted (numpy silently wraps negative indices to the last row): reject ids < 0")
+    if neg == "none" and not clamped:
+        wraps = got.facts.get("aux_row_of_minus_one") == v - 1
+        causes.append("id -1 was accepted" + (" (numpy silently wraps negative indices to the last row)" if wraps
+                                              else "") + ": reject ids < 0")
     if "IndexError" in (at_v, neg):
         causes.append("numpy's IndexError escaped: validate the ids yourself and raise ValueError")
     if last not in ("none", None):

@@ -129,7 +129,24 @@ def _emb_index_error_run(ns: Namespace, i: Inputs) -> Outputs:
         "mixed_negative": raised(lambda: emb(T([-1.0, 2.0]))),
         "mixed_too_big": raised(lambda: emb(T([1.0, v]))),
         "batch_too_big": raised(lambda: emb(T([[0.0, 1.0], [v - 1, v]]))),
+        "aux_row_of_vocab": _row_read(emb, v, i),
+        "aux_row_of_minus_one": _row_read(emb, -1.0, i),
     }
+
+
+def _row_read(emb: Any, token: float, i: Inputs) -> int | None:
+    """The one row of the Embedding's own (vocab, dim) table that a lookup of ``token`` returned, when
+    it returned one (context for the judge: where an id that should be refused was sent)."""
+    try:
+        table = next(w for w in (as_array(p, "parameter") for p in parameters_of(emb, "Embedding"))
+                     if w.shape == (i["vocab"], i["dim"]))
+        row = as_array(emb(tensor_class()([token])), "embedding(id)").reshape(-1)
+    except Exception:
+        return None
+    if row.shape != (i["dim"],):
+        return None
+    matches = np.flatnonzero(np.all(table == row, axis=1))
+    return int(matches[0]) if matches.size == 1 else None
 
 
 def _emb_xavier_inputs(rng: np.random.Generator) -> Inputs:
