@@ -107,6 +107,20 @@ def test_a_gradient_in_a_row_never_looked_up_names_that_row() -> None:
     assert judge(SPECS["grad_sparse"], "backward", inputs, exp, exp).status == "passed"
 
 
+@pytest.mark.parametrize(("shared", "cause"), [
+    pytest.param(True, "two Embedding(4, 2) share one weight Tensor", id="one-table"),
+    pytest.param(False, "the second Embedding(4, 2)'s gradient already held the first one's", id="one-buffer"),
+])
+def test_a_gradient_carried_from_one_embedding_to_the_next_is_named(shared: bool, cause: str) -> None:
+    inputs, got, exp = sparse_case(sparse_grad(), rows_second=3)
+    carried = exp.arrays["seed_grad_second"].copy()
+    carried[2] += [4.0, 6.0]  # the first seed backward: tokens (2, 2) with rows (1, 2) and (3, 4)
+    got = got.model_copy(update={"arrays": {**got.arrays, "seed_grad_second": carried},
+                                 "facts": {**got.facts, "aux_shared_table": shared}})
+    result = judge(SPECS["grad_sparse"], "backward", inputs, got, exp)
+    assert result.status == "failed" and f"Likely cause: {cause}" in result.message
+
+
 def test_the_spec_seed_row_counts_are_compared() -> None:
     inputs, got, exp = sparse_case(sparse_grad(), rows_second=1)
     result = judge(SPECS["grad_sparse"], "backward", inputs, got, exp)

@@ -220,6 +220,18 @@ BUGS = (
           "        ids = np.clip(indices.data, 0, self.vocab_size - 1)\n"),),
         ("emb_index_error",), "out-of-range ids are clamped into range",
         "Out-of-range ids are clipped into [0, vocab_size - 1] with np.clip instead of raising ValueError."),
+    Bug("bug_shared_table", OLDER,
+        (("#| export\nclass Embedding:\n", "#| export\n_TABLES = {}  # (vocab_size, embed_dim) -> weight Tensor\n\n\n"
+          "class Embedding:\n"),
+         ("        table = np.random.uniform(-bound, bound, size=(vocab_size, embed_dim))\n"
+          "        self.weight = Tensor(table, requires_grad=True)\n",
+          "        # one table per size, reused by every Embedding of that size (saves memory)\n"
+          "        if (vocab_size, embed_dim) not in _TABLES:\n"
+          "            table = np.random.uniform(-bound, bound, size=(vocab_size, embed_dim))\n"
+          "            _TABLES[vocab_size, embed_dim] = Tensor(table, requires_grad=True)\n"
+          "        self.weight = _TABLES[vocab_size, embed_dim]\n")),
+        ("grad_sparse",), "two Embedding(4, 2) share one weight Tensor",
+        "Every Embedding of one size reuses a module-level table, so two of them share weights and gradients."),
 )
 
 

@@ -153,7 +153,27 @@ def grad_sparse(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
         if touched:
             return (f"row {touched[0]} was never looked up but got a non-zero gradient: start from "
                     "np.zeros_like(weight) and add only into the rows that were used")
+    shared = _shared_gradient(got, exp)
+    if shared:
+        return shared
     return scale.gradient_scale(got, exp, {"seed_grad_second": 2, "grad": i["ids"].size})
+
+
+def _shared_gradient(got: CheckOutput, exp: CheckOutput) -> str | None:
+    """The second seed Embedding's gradient is its own plus the first one's (tokens (2, 2), rows (1, 2) and
+    (3, 4), so row 2 got (4, 6)): what both Embeddings wrote went into one place."""
+    second, right = _arr(got, "seed_grad_second"), exp.arrays.get("seed_grad_second")
+    first = np.zeros((4, 2))
+    first[2] = [4.0, 6.0]
+    if second is None or right is None or not _same(second, right + first):
+        return None
+    if got.facts.get("aux_shared_table") is True:
+        return ("two Embedding(4, 2) share one weight Tensor, so the second one's gradient already held the first "
+                "one's (row 2): each Embedding must create its own table in __init__ (no class-level or "
+                "module-level table, no table shared through a default argument)")
+    return ("the second Embedding(4, 2)'s gradient already held the first one's (row 2): the gradient is kept "
+            "somewhere both share (a module-level or class-level buffer?); each backward starts from a new "
+            "np.zeros_like(weight.data)")
 
 
 def grad_batch(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:

@@ -227,7 +227,20 @@ def _grad_sparse_run(ns: Namespace, i: Inputs) -> Outputs:
         "nonzero_rows_second": _nonzero_rows(second),
         "seed_grad_second": second,
         "grad": grad,
+        "aux_shared_table": _shares_table(ns),
     }
+
+
+def _shares_table(ns: Namespace) -> bool | None:
+    """Do two fresh Embedding(4, 2) hold one and the same table (context for the judge)?"""
+    try:
+        first, second = (parameters_of(ns["Embedding"](4, 2), "Embedding") for _ in range(2))
+        data = [[getattr(p, "data", None) for p in params] for params in (first, second)]
+        return any(p is q or (a is not None and a is b) or (isinstance(a, np.ndarray) and isinstance(b, np.ndarray)
+                                                            and np.shares_memory(a, b))
+                   for p, a in zip(first, data[0], strict=True) for q, b in zip(second, data[1], strict=True))
+    except Exception:
+        return None
 
 
 def _nonzero_rows(grad: np.ndarray | str) -> int | str:
