@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from grader import modules
-from grader.channel import CheckOutput
+from grader.channel import CheckOutput, ErrorInfo
 from grader.judge import judge as judge_with
 from grader.judge.compare import array_difference, facts_equal
 from grader.models import CheckResult
@@ -229,6 +229,29 @@ def test_an_accepted_bad_id_is_explained_by_the_row_it_read(rows: tuple[int | No
     result = judge(SPECS["emb_index_error"], "ids", {"vocab": 10, "dim": 2}, got, exp)
     assert result.status == "failed" and f"Likely cause: {cause}" in result.message
     assert ("clamped" in result.message) == (rows[0] is not None)
+
+
+@pytest.mark.parametrize(("message", "cause"), [
+    pytest.param("Embedding(4, 2).parameters() has no tensor of shape (4, 2) (found [(2, 4)])",
+                 "the embedding table is stored transposed, as (embed_dim, vocab_size) = (2, 4)", id="embedding"),
+    pytest.param("EmbeddingLayer.parameters() has no tensor of shape (9, 2) (found [(6, 2), (2, 9)])",
+                 "the position table is stored transposed, as (embed_dim, max_seq_len) = (2, 9)", id="layer-positions"),
+    pytest.param("Embedding(4, 2).parameters() has no tensor of shape (4, 2) (found [(4, 3)])", None, id="other-shape"),
+])
+def test_a_probe_that_finds_only_a_transposed_table_names_it(message: str, cause: str | None) -> None:
+    got = CheckOutput(outcome="error", error=ErrorInfo(type="ProbeError", message=message))
+    inputs = {"vocab": 6, "dim": 2, "max_len": 9}
+    result = judge(SPECS["layer_scale"], "layer", inputs, got, ok())
+    assert result.status == "error"
+    assert (f"Likely cause: {cause}" in result.message) if cause else "Likely cause" not in result.message
+
+
+def test_an_output_refused_for_a_transposed_shape_names_the_table() -> None:
+    got = CheckOutput(outcome="ok", rejected={"weight": "shape (57, 1160) differs from the expected (1160, 57)"})
+    result = judge(SPECS["emb_xavier"], "fresh", {"vocab": 1160, "dim": 57}, got, ok(weight=np.zeros((1160, 57))))
+    assert result.status == "failed"
+    assert "Likely cause: the embedding table is stored transposed, as (embed_dim, vocab_size) = (57, 1160)" in (
+        result.message)
 
 
 def test_sin_pos0_names_swapped_sin_and_cos() -> None:

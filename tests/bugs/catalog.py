@@ -232,6 +232,14 @@ BUGS = (
           "        self.weight = _TABLES[vocab_size, embed_dim]\n")),
         ("grad_sparse",), "two Embedding(4, 2) share one weight Tensor",
         "Every Embedding of one size reuses a module-level table, so two of them share weights and gradients."),
+    Bug("bug_table_transposed", OLDER,
+        (("table = np.random.uniform(-bound, bound, size=(vocab_size, embed_dim))",
+          "table = np.random.uniform(-bound, bound, size=(embed_dim, vocab_size))  # one column per token"),
+         ("rows = self.weight.data[ids.astype(int)]", "rows = self.weight.data.T[ids.astype(int)]")),
+        ("emb_lookup", "emb_large_ids", "emb_xavier", "grad_accumulate", "grad_sparse", "grad_batch_visible",
+         "grad_batch", "layer_defaults", "layer_sin_values_visible", "layer_sin_values", "layer_scale"),
+        "the embedding table is stored transposed, as (embed_dim, vocab_size) = (2, 4)",
+        "The embedding table is created as (embed_dim, vocab_size), one column per token, and read through .T."),
 )
 
 

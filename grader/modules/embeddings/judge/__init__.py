@@ -16,7 +16,7 @@ from ....channel import CheckOutput
 from ....judge import uniform
 from ....judge.compare import Cause, Diagnosis, Mismatch, close
 from . import api as embeddings_api
-from . import scale
+from . import layout, scale
 
 Inputs = dict[str, Any]
 NO_GRAD_CAUSE = ("the gradient never reached the weights: forward must connect its output to the weight "
@@ -455,10 +455,14 @@ xavier_bounds = _uniform_comparator(_xavier_limit, lambda i: f"sqrt(6/({i['vocab
 pe_init_bounds = _uniform_comparator(_pe_limit, lambda i: f"sqrt(2/{i['dim']})")
 
 DIAGNOSES: dict[str, Diagnosis] = {
-    f.__name__: f
-    for f in (emb_shape, emb_lookup, emb_params, emb_index_error, emb_xavier, grad_accumulate, grad_sparse,
-              grad_batch, pe_broadcast, pe_too_long, pe_grad, pe_init, sin_pos0, sin_values, layer_modes,
-              layer_sin_values, layer_scale)
-} | embeddings_api.DIAGNOSES
+    name: layout.first(f)
+    for name, f in ({
+        f.__name__: f
+        for f in (emb_shape, emb_lookup, emb_params, emb_index_error, emb_xavier, grad_accumulate, grad_sparse,
+                  grad_batch, pe_broadcast, pe_too_long, pe_grad, pe_init, sin_pos0, sin_values, layer_modes,
+                  layer_sin_values, layer_scale)
+    } | embeddings_api.DIAGNOSES).items()
+}
+ERROR_CAUSE = layout.error_cause
 COMPARATORS = {"xavier_bounds": xavier_bounds, "pe_init_bounds": pe_init_bounds}
 NOT_APPLICABLE = embeddings_api.NOT_APPLICABLE
