@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from grader import modules
-from grader.channel import CheckOutput
+from grader.channel import CheckOutput, ErrorInfo
 from grader.judge import judge as judge_with
 from grader.judge.compare import array_difference, facts_equal
 from grader.models import CheckResult
@@ -107,6 +107,20 @@ def test_a_gradient_in_a_row_never_looked_up_names_that_row() -> None:
     assert judge(SPECS["grad_sparse"], "backward", inputs, exp, exp).status == "passed"
 
 
+@pytest.mark.parametrize(("shared", "cause"), [
+    pytest.param(True, "two Embedding(4, 2) share one weight Tensor", id="one-table"),
+    pytest.param(False, "the second Embedding(4, 2)'s gradient already held the first one's", id="one-buffer"),
+])
+def test_a_gradient_carried_from_one_embedding_to_the_next_is_named(shared: bool, cause: str) -> None:
+    inputs, got, exp = sparse_case(sparse_grad(), rows_second=3)
+    carried = exp.arrays["seed_grad_second"].copy()
+    carried[2] += [4.0, 6.0]  # the first seed backward: tokens (2, 2) with rows (1, 2) and (3, 4)
+    got = got.model_copy(update={"arrays": {**got.arrays, "seed_grad_second": carried},
+                                 "facts": {**got.facts, "aux_shared_table": shared}})
+    result = judge(SPECS["grad_sparse"], "backward", inputs, got, exp)
+    assert result.status == "failed" and f"Likely cause: {cause}" in result.message
+
+
 def test_the_spec_seed_row_counts_are_compared() -> None:
     inputs, got, exp = sparse_case(sparse_grad(), rows_second=1)
     result = judge(SPECS["grad_sparse"], "backward", inputs, got, exp)
@@ -132,6 +146,22 @@ def test_averaging_repeated_tokens_is_diagnosed_as_a_mean() -> None:
     assert "Likely cause: row 0 received the mean of its two gradient rows" in result.message
 
 
+@pytest.mark.parametrize(("scales", "cause"), [
+    pytest.param((1 / 2, 1 / 3), "the gradient is scaled by 1/N, N = the number of ids in the backward (1/3 for 3 ids)",
+                 id="mean-over-ids"),
+    pytest.param((0.5, 0.5), "the gradient is 0.5 times the right one", id="constant"),
+    pytest.param((1.0, 0.25), None, id="one-backward-only"),
+])
+def test_a_gradient_scaled_by_a_constant_names_the_factor(scales: tuple[float, float], cause: str | None) -> None:
+    upstream = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+    inputs = {"vocab": 4, "dim": 2, "weight": SEED_WEIGHTS, "upstream": upstream}
+    seed, grad = seed_backward([1, 1], [[1, 2], [3, 4]]), seed_backward([0, 2, 0], upstream.tolist())
+    got = ok(seed_grad=seed * scales[0], grad=grad * scales[1])
+    result = judge(SPECS["grad_accumulate"], "backward", inputs, got, ok(seed_grad=seed, grad=grad))
+    assert result.status == "failed"
+    assert (f"Likely cause: {cause}" in result.message) if cause else "Likely cause" not in result.message
+
+
 def test_overwriting_backward_fails_grad_accumulate_with_the_cause() -> None:
     upstream = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
     inputs = {"vocab": 4, "dim": 2, "weight": SEED_WEIGHTS, "upstream": upstream}
@@ -143,6 +173,85 @@ def test_overwriting_backward_fails_grad_accumulate_with_the_cause() -> None:
     assert "row 0 received 1x the gradient instead of 2x" in result.message
     assert "expected 6, got 4" in result.message  # seed row 1: (4, 6) expected, (3, 4) got
     assert judge(SPECS["grad_accumulate"], "", inputs, exp, exp).score == SPECS["grad_accumulate"].points
+
+
+def sinusoid(max_len: int, dim: int, width: int) -> np.ndarray:
+    """Sines in even columns, cosines in odd ones, of pos / 10000^(2i / width)."""
+    angle = np.arange(max_len)[:, None] / 10000.0 ** (2 * (np.arange(dim)[None, :] // 2) / width)
+    return np.where(np.arange(dim) % 2 == 0, np.sin(angle), np.cos(angle))
+
+
+@pytest.mark.parametrize(("odd_table", "cause"), [
+    pytest.param(sinusoid(12, 5, 6), "for odd embed_dim the exponent divides by D + 1", id="width-rounded-up"),
+    pytest.param(np.zeros((12, 5)), None, id="unrecognised"),  # the right even table matches no mistake
+])
+def test_an_odd_width_exponent_is_named_only_from_the_odd_table(odd_table: np.ndarray, cause: str | None) -> None:
+    inputs = {"max_len": 12, "dims": [4, 5]}
+    exp = ok(table_d4=sinusoid(12, 4, 4), table_d5=sinusoid(12, 5, 5))
+    result = judge(SPECS["sin_values"], "sinusoids", inputs, ok(table_d4=sinusoid(12, 4, 4), table_d5=odd_table), exp)
+    assert result.status == "failed"
+    assert (f"Likely cause: {cause}" in result.message) if cause else "Likely cause" not in result.message
+
+
+@pytest.mark.parametrize(("shifted", "cause"), [
+    pytest.param(4, "with start_pos=3 the window starts at row 4 instead of row 3", id="window-one-late"),
+    pytest.param("raised ValueError from numpy or the Tensor library, not from your own check",
+                 "the window for start_pos is not seq_len (2) rows long", id="window-too-short"),
+])
+def test_a_start_pos_window_in_the_wrong_place_is_named(shifted: int | str, cause: str) -> None:
+    table, x = np.arange(20.0).reshape(10, 2), np.ones((2, 2, 2))
+    inputs = {"max_len": 10, "dim": 2, "start": 3, "table": table, "x": x, "upstream": x}
+    newer: dict[str, Any] = {"aux_takes_start_pos": ["PositionalEncoding.forward"]}
+    right = {"forward_default": x + table[:2], "forward_shifted": x + table[3:5], "call_shifted": x + table[3:5]}
+    exp = CheckOutput(outcome="ok", facts=newer, arrays=right)
+    wrong = x + table[shifted:shifted + 2] if isinstance(shifted, int) else None
+    arrays = {**right, "forward_shifted": wrong, "call_shifted": wrong} if wrong is not None else {
+        "forward_default": right["forward_default"]}
+    facts: dict[str, Any] = newer if wrong is not None else {**newer, "forward_shifted": shifted,
+                                                              "call_shifted": shifted}
+    result = judge(SPECS["pe_start_pos"], "start_pos", inputs, CheckOutput(outcome="ok", facts=facts, arrays=arrays), exp)
+    assert result.status == "failed" and "Likely cause: with start_pos=3 " in result.message and cause in result.message
+
+
+@pytest.mark.parametrize(("rows", "cause"), [
+    pytest.param((9, 0), "out-of-range ids are clamped into range (id 10 read row 9 and id -1 read row 0", id="clip"),
+    pytest.param((None, 9), "id -1 was accepted (numpy silently wraps negative indices to the last row)", id="wrap"),
+    pytest.param((None, None), "id -1 was accepted: reject ids < 0", id="row-unknown"),
+])
+def test_an_accepted_bad_id_is_explained_by_the_row_it_read(rows: tuple[int | None, int | None], cause: str) -> None:
+    refused: dict[str, Any] = {"id_equal_vocab": "ValueError", "id_minus_one": "ValueError", "id_last_valid": "none",
+               "mixed_negative": "ValueError", "mixed_too_big": "ValueError", "batch_too_big": "ValueError"}
+    accepted: dict[str, Any] = {**refused, "id_minus_one": "none", "mixed_negative": "none",
+                "aux_row_of_vocab": rows[0], "aux_row_of_minus_one": rows[1]}
+    if rows[0] is not None:
+        accepted |= {"id_equal_vocab": "none", "mixed_too_big": "none", "batch_too_big": "none"}
+    got, exp = CheckOutput(outcome="ok", facts=accepted), CheckOutput(outcome="ok", facts=refused)
+    result = judge(SPECS["emb_index_error"], "ids", {"vocab": 10, "dim": 2}, got, exp)
+    assert result.status == "failed" and f"Likely cause: {cause}" in result.message
+    assert ("clamped" in result.message) == (rows[0] is not None)
+
+
+@pytest.mark.parametrize(("message", "cause"), [
+    pytest.param("Embedding(4, 2).parameters() has no tensor of shape (4, 2) (found [(2, 4)])",
+                 "the embedding table is stored transposed, as (embed_dim, vocab_size) = (2, 4)", id="embedding"),
+    pytest.param("EmbeddingLayer.parameters() has no tensor of shape (9, 2) (found [(6, 2), (2, 9)])",
+                 "the position table is stored transposed, as (embed_dim, max_seq_len) = (2, 9)", id="layer-positions"),
+    pytest.param("Embedding(4, 2).parameters() has no tensor of shape (4, 2) (found [(4, 3)])", None, id="other-shape"),
+])
+def test_a_probe_that_finds_only_a_transposed_table_names_it(message: str, cause: str | None) -> None:
+    got = CheckOutput(outcome="error", error=ErrorInfo(type="ProbeError", message=message))
+    inputs = {"vocab": 6, "dim": 2, "max_len": 9}
+    result = judge(SPECS["layer_scale"], "layer", inputs, got, ok())
+    assert result.status == "error"
+    assert (f"Likely cause: {cause}" in result.message) if cause else "Likely cause" not in result.message
+
+
+def test_an_output_refused_for_a_transposed_shape_names_the_table() -> None:
+    got = CheckOutput(outcome="ok", rejected={"weight": "shape (57, 1160) differs from the expected (1160, 57)"})
+    result = judge(SPECS["emb_xavier"], "fresh", {"vocab": 1160, "dim": 57}, got, ok(weight=np.zeros((1160, 57))))
+    assert result.status == "failed"
+    assert "Likely cause: the embedding table is stored transposed, as (embed_dim, vocab_size) = (57, 1160)" in (
+        result.message)
 
 
 def test_sin_pos0_names_swapped_sin_and_cos() -> None:

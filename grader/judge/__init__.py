@@ -25,13 +25,7 @@ def judge(spec: CheckSpec, called: str, inputs: dict[str, Any], got: CheckOutput
           rules: JudgeRules) -> CheckResult:
     """Compare one check's outputs with the reference's and explain any difference."""
     if got.outcome != "ok":
-        status = _OUTCOME_STATUS[got.outcome]
-        # a target that could not be defined (the host's note) makes this check's hint beside the point
-        hint = not (got.outcome == "error" and got.note)
-        result = _result(spec, status, _outcome_text(spec, got), called, got.duration_ms, hint=hint)
-        if got.outcome == "error" and got.error is not None and got.error.message and spec.public:
-            result = result.model_copy(update={"student_text": shown(got.error.message)})
-        return result
+        return _not_ok(spec, called, inputs, got, rules)
     skip = rules.not_applicable.get(spec.comparator)
     if skip is not None and (reason := skip(got)):
         return _result(spec, "passed", f"Not applicable: {reason}.", called, got.duration_ms)
@@ -53,6 +47,21 @@ def judge(spec: CheckSpec, called: str, inputs: dict[str, Any], got: CheckOutput
     hint = cause is None or not cause.upstream  # the hint is about this check's own part
     result = _result(spec, "failed", "\n".join(lines), called, got.duration_ms, hint=hint)
     return result.model_copy(update={"figures": _figures(got, expected, mismatches)})
+
+
+def _not_ok(spec: CheckSpec, called: str, inputs: dict[str, Any], got: CheckOutput, rules: JudgeRules) -> CheckResult:
+    """A check whose probe did not finish: what happened, and a likely cause when the error tells one."""
+    status = _OUTCOME_STATUS[got.outcome]
+    # a target that could not be defined (the host's note) makes this check's hint beside the point
+    hint = not (got.outcome == "error" and got.note)
+    text = _outcome_text(spec, got)
+    reason = rules.error_cause(got, inputs) if got.outcome == "error" and rules.error_cause else None
+    if reason:
+        text += f"\nLikely cause: {reason}."
+    result = _result(spec, status, text, called, got.duration_ms, hint=hint)
+    if got.outcome == "error" and got.error is not None and got.error.message and spec.public:
+        result = result.model_copy(update={"student_text": shown(got.error.message)})
+    return result
 
 
 MAX_FIGURE_CELLS = 128 * 128

@@ -11,6 +11,7 @@ from ..channel import CheckOutput
 from .compare import Diagnosis, Mismatch
 
 Comparator = Callable[[CheckOutput, CheckOutput, dict[str, Any]], list[Mismatch]]
+ErrorCause = Callable[[CheckOutput, dict[str, Any]], "str | None"]
 GENERIC_COMPARATOR = "match"  # every output equal to the reference's within the check's tolerances
 
 
@@ -22,11 +23,14 @@ class JudgeRules:
     ``diagnoses``: likely-cause finders, by probe name or check id (or a check's ``diagnosis``).
     ``not_applicable``: comparators that first ask whether the check applies to the submission
     at all; one that does not apply passes with a note saying why (every generation of a course
-    is graded out of the same total)."""
+    is graded out of the same total).
+    ``error_cause``: a likely cause for any check whose probe raised (outcome ``error``), read from
+    the error and the inputs (say, a table of the wrong shape); None when the error does not tell."""
 
     comparators: dict[str, Comparator] = field(default_factory=dict)
     diagnoses: dict[str, Diagnosis] = field(default_factory=dict)
     not_applicable: dict[str, Callable[[CheckOutput], str | None]] = field(default_factory=dict)
+    error_cause: ErrorCause | None = None
 
     def comparator_names(self) -> set[str]:
         return {GENERIC_COMPARATOR, *self.comparators, *self.not_applicable}

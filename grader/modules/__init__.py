@@ -105,7 +105,8 @@ class ModuleUnit:
         judge: ModuleType = importlib.import_module(f"{self.package}.judge")
         return JudgeRules(comparators=dict(getattr(judge, "COMPARATORS", {})),
                           diagnoses=dict(getattr(judge, "DIAGNOSES", {})),
-                          not_applicable=dict(getattr(judge, "NOT_APPLICABLE", {})))
+                          not_applicable=dict(getattr(judge, "NOT_APPLICABLE", {})),
+                          error_cause=getattr(judge, "ERROR_CAUSE", None))
 
     @property
     def label(self) -> str:

@@ -194,6 +194,52 @@ BUGS = (
           "            h = h + self.pos_encoding.position_embeddings[:h.shape[1]]\n"),),
         ("layer_defaults", "layer_scale"), "added twice",
         "The learned mode adds the position rows itself after the PositionalEncoding has added them already."),
+    Bug("bug_newer_backward_mean_over_ids", NEWER,
+        (("        np.add.at(grad_weight, flat_ids, upstream)  # repeated ids accumulate\n",
+          "        np.add.at(grad_weight, flat_ids, upstream)  # repeated ids accumulate\n"
+          "        grad_weight /= len(flat_ids)  # average over the tokens\n"),),
+        ("grad_accumulate", "grad_sparse", "grad_batch_visible", "grad_batch", "emb_large_ids"),
+        "the gradient is scaled by 1/N, N = the number of ids",
+        "Newer generation: backward divides the whole gradient by the number of ids (a mean over the tokens)."),
+    Bug("bug_sin_odd_width", OLDER,
+        (("    inv_freq = np.exp(-math.log(10000.0) * even_cols / embed_dim)         # 1 / 10000^(2i/D)\n",
+          "    width = embed_dim + embed_dim % 2                                     # whole (sin, cos) pairs\n"
+          "    inv_freq = np.exp(-math.log(10000.0) * even_cols / width)             # 1 / 10000^(2i/D)\n"),),
+        ("sin_values",), "the exponent divides by D + 1",
+        "For an odd embed_dim the frequencies divide by D + 1, the width rounded up to whole (sin, cos) pairs."),
+    Bug("bug_newer_start_pos_window_end", NEWER,
+        (("window = self.position_embeddings[start_pos:start_pos + seq_len]",
+          "window = self.position_embeddings[start_pos:seq_len]"),),
+        ("pe_start_pos", "layer_start_pos"), "the window for start_pos is not seq_len (",
+        "Newer generation: PositionalEncoding's window ends at seq_len, not at start_pos + seq_len, so it is too short."),
+    Bug("bug_ids_clipped", OLDER,
+        (("        ids = indices.data\n        if ids.size and (ids.min() < 0 or ids.max() >= self.vocab_size):\n"
+          "            raise ValueError(\n                f\"Token ids must be in [0, {self.vocab_size}); \"\n"
+          "                f\"got min={ids.min()}, max={ids.max()}\"\n            )\n",
+          "        # unknown ids fall back to the nearest valid row instead of crashing\n"
+          "        ids = np.clip(indices.data, 0, self.vocab_size - 1)\n"),),
+        ("emb_index_error",), "out-of-range ids are clamped into range",
+        "Out-of-range ids are clipped into [0, vocab_size - 1] with np.clip instead of raising ValueError."),
+    Bug("bug_shared_table", OLDER,
+        (("#| export\nclass Embedding:\n", "#| export\n_TABLES = {}  # (vocab_size, embed_dim) -> weight Tensor\n\n\n"
+          "class Embedding:\n"),
+         ("        table = np.random.uniform(-bound, bound, size=(vocab_size, embed_dim))\n"
+          "        self.weight = Tensor(table, requires_grad=True)\n",
+          "        # one table per size, reused by every Embedding of that size (saves memory)\n"
+          "        if (vocab_size, embed_dim) not in _TABLES:\n"
+          "            table = np.random.uniform(-bound, bound, size=(vocab_size, embed_dim))\n"
+          "            _TABLES[vocab_size, embed_dim] = Tensor(table, requires_grad=True)\n"
+          "        self.weight = _TABLES[vocab_size, embed_dim]\n")),
+        ("grad_sparse",), "two Embedding(4, 2) share one weight Tensor",
+        "Every Embedding of one size reuses a module-level table, so two of them share weights and gradients."),
+    Bug("bug_table_transposed", OLDER,
+        (("table = np.random.uniform(-bound, bound, size=(vocab_size, embed_dim))",
+          "table = np.random.uniform(-bound, bound, size=(embed_dim, vocab_size))  # one column per token"),
+         ("rows = self.weight.data[ids.astype(int)]", "rows = self.weight.data.T[ids.astype(int)]")),
+        ("emb_lookup", "emb_large_ids", "emb_xavier", "grad_accumulate", "grad_sparse", "grad_batch_visible",
+         "grad_batch", "layer_defaults", "layer_sin_values_visible", "layer_sin_values", "layer_scale"),
+        "the embedding table is stored transposed, as (embed_dim, vocab_size) = (2, 4)",
+        "The embedding table is created as (embed_dim, vocab_size), one column per token, and read through .T."),
 )
 
 

@@ -16,6 +16,7 @@ from ....channel import CheckOutput
 from ....judge import uniform
 from ....judge.compare import Cause, Diagnosis, Mismatch, close
 from . import api as embeddings_api
+from . import layout, scale
 
 Inputs = dict[str, Any]
 NO_GRAD_CAUSE = ("the gradient never reached the weights: forward must connect its output to the weight "
@@ -83,10 +84,19 @@ def emb_params(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
 def emb_index_error(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
     causes = []
     at_v, neg, last = got.facts.get("id_equal_vocab"), got.facts.get("id_minus_one"), got.facts.get("id_last_valid")
-    if at_v == "none":
+    v = i["vocab"]
+    clamped = [f"id {token} read row {row}" for token, accepted, row, edge in (
+        (v, at_v, got.facts.get("aux_row_of_vocab"), v - 1), (-1, neg, got.facts.get("aux_row_of_minus_one"), 0))
+        if accepted == "none" and row == edge]
+    if clamped:
+        causes.append(f"out-of-range ids are clamped into range ({' and '.join(clamped)}, as np.clip(ids, 0, "
+                      "vocab_size - 1) does): a bad id is an error, raise ValueError instead of clipping it")
+    elif at_v == "none":
         causes.append("id == vocab_size was accepted: the check must be ids >= vocab_size, not > vocab_size")
-    if neg == "none":
-        causes.append("id -1 was accepted (numpy silently wraps negative indices to the last row): reject ids < 0")
+    if neg == "none" and not clamped:
+        wraps = got.facts.get("aux_row_of_minus_one") == v - 1
+        causes.append("id -1 was accepted" + (" (numpy silently wraps negative indices to the last row)" if wraps
+                                              else "") + ": reject ids < 0")
     if "IndexError" in (at_v, neg):
         causes.append("numpy's IndexError escaped: validate the ids yourself and raise ValueError")
     if last not in ("none", None):
@@ -104,6 +114,9 @@ def emb_index_error(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None
 def grad_accumulate(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
     if _no_gradient(got):
         return NO_GRAD_CAUSE
+    scaled = scale.gradient_scale(got, exp, {"seed_grad": 2, "grad": 3})  # before row 0 alone, which a scale fools
+    if scaled:
+        return scaled
     grad, g = _arr(got, "grad"), i["upstream"]
     if grad is not None and _same(grad[0], (g[0] + g[2]) / 2):
         return ("row 0 received the mean of its two gradient rows: repeated tokens must add up their gradients "
@@ -140,7 +153,27 @@ def grad_sparse(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
         if touched:
             return (f"row {touched[0]} was never looked up but got a non-zero gradient: start from "
                     "np.zeros_like(weight) and add only into the rows that were used")
-    return None
+    shared = _shared_gradient(got, exp)
+    if shared:
+        return shared
+    return scale.gradient_scale(got, exp, {"seed_grad_second": 2, "grad": i["ids"].size})
+
+
+def _shared_gradient(got: CheckOutput, exp: CheckOutput) -> str | None:
+    """The second seed Embedding's gradient is its own plus the first one's (tokens (2, 2), rows (1, 2) and
+    (3, 4), so row 2 got (4, 6)): what both Embeddings wrote went into one place."""
+    second, right = _arr(got, "seed_grad_second"), exp.arrays.get("seed_grad_second")
+    first = np.zeros((4, 2))
+    first[2] = [4.0, 6.0]
+    if second is None or right is None or not _same(second, right + first):
+        return None
+    if got.facts.get("aux_shared_table") is True:
+        return ("two Embedding(4, 2) share one weight Tensor, so the second one's gradient already held the first "
+                "one's (row 2): each Embedding must create its own table in __init__ (no class-level or "
+                "module-level table, no table shared through a default argument)")
+    return ("the second Embedding(4, 2)'s gradient already held the first one's (row 2): the gradient is kept "
+            "somewhere both share (a module-level or class-level buffer?); each backward starts from a new "
+            "np.zeros_like(weight.data)")
 
 
 def grad_batch(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
@@ -163,7 +196,7 @@ def grad_batch(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
     overwrite[ids.reshape(-1)] = g.reshape(-1, g.shape[-1])
     if np.array_equal(grad, overwrite):
         return "repeated ids overwrite each other: accumulate with np.add.at over the flattened batch"
-    return None
+    return scale.gradient_scale(got, exp, {"grad": ids.size})
 
 
 def pe_broadcast(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
@@ -240,7 +273,9 @@ def _pe_table_grad_cause(grad: np.ndarray, g: np.ndarray) -> str | Cause | None:
 
 
 def _sinusoid(max_len: int, dim: int, *, swap: bool = False, per_column: bool = False, base: float = 10000.0,
-              halves: bool = False) -> np.ndarray:
+              halves: bool = False, padded: bool = False) -> np.ndarray:
+    """The sinusoid table, or one of its usual mistakes; ``padded``: the exponent divides by the even width
+    (D + 1 for odd D) of a table built for whole (sin, cos) pairs and then cut to D columns."""
     pos = np.arange(max_len)[:, None]
     col = np.arange(dim)[None, :]
     if halves:  # sines of frequency i in column i, then the cosines: concatenated, not interleaved
@@ -248,7 +283,7 @@ def _sinusoid(max_len: int, dim: int, *, swap: bool = False, per_column: bool = 
         pair = np.where(col < first, col, col - first)
         angle = pos / base ** (2 * pair / dim)
         return np.where(col < first, np.sin(angle), np.cos(angle))
-    exponent = (col if per_column else 2 * (col // 2)) / dim
+    exponent = (col if per_column else 2 * (col // 2)) / (dim + dim % 2 if padded else dim)
     angle = pos / base**exponent
     even = (col % 2 == 0) != swap
     return np.where(even, np.sin(angle), np.cos(angle))
@@ -273,11 +308,15 @@ def sin_values(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
         "the frequency uses each column's own index: columns 2i and 2i+1 must share 10000^(2i/D)": {"per_column": True},
         "the base is not 10000": {"base": 1000.0},
         HALVES: {"halves": True},
+        "for odd embed_dim the exponent divides by D + 1 (the width of whole sin/cos pairs) instead of D: the "
+        "frequencies are 10000^(2i/D) with D itself, then the last cos is dropped": {"padded": True},
     }
     for name, table in got.arrays.items():
         dim = int(name.rsplit("_d", 1)[1])
+        right = _sinusoid(i["max_len"], dim)
         for cause, kwargs in variants.items():
-            if table.shape == (i["max_len"], dim) and _same(table, _sinusoid(i["max_len"], dim, **kwargs)):
+            variant = _sinusoid(i["max_len"], dim, **kwargs)
+            if table.shape == right.shape and not _same(variant, right) and _same(table, variant):
                 return cause
     for name, reason in got.rejected.items():
         if "shape" in reason and name.endswith(tuple(f"_d{d}" for d in i["dims"] if d % 2)):
@@ -358,7 +397,7 @@ def layer_scale(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause | 
         if _same(learned, tok * root + 2 * pos):
             return TWICE
         return embeddings_api.upstream_positions(got, pos, lambda added: tok * root + added, "learned")
-    factor = _factor(plain, tok)
+    factor = scale.factor(plain, tok)
     if factor is not None:
         return (f"the token embeddings were multiplied by {factor:.4g} (= sqrt({factor * factor:.4g})) instead of "
                 f"sqrt(embed_dim) = sqrt({dim}) = {root:.4g}")
@@ -367,14 +406,6 @@ def layer_scale(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause | 
 
 TWICE = ("the learned position rows were added twice (the PositionalEncoding adds them already): add them once, "
          "through the PositionalEncoding")
-
-
-def _factor(got: np.ndarray | None, base: np.ndarray) -> float | None:
-    """The one constant c with got == c * base, if there is one."""
-    if got is None or got.shape != base.shape or not np.any(base != 0):
-        return None
-    c = float(np.sum(got * base) / np.sum(base * base))
-    return c if _same(got, c * base) else None
 
 
 def emb_xavier(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
@@ -424,10 +455,14 @@ xavier_bounds = _uniform_comparator(_xavier_limit, lambda i: f"sqrt(6/({i['vocab
 pe_init_bounds = _uniform_comparator(_pe_limit, lambda i: f"sqrt(2/{i['dim']})")
 
 DIAGNOSES: dict[str, Diagnosis] = {
-    f.__name__: f
-    for f in (emb_shape, emb_lookup, emb_params, emb_index_error, emb_xavier, grad_accumulate, grad_sparse,
-              grad_batch, pe_broadcast, pe_too_long, pe_grad, pe_init, sin_pos0, sin_values, layer_modes,
-              layer_sin_values, layer_scale)
-} | embeddings_api.DIAGNOSES
+    name: layout.first(f)
+    for name, f in ({
+        f.__name__: f
+        for f in (emb_shape, emb_lookup, emb_params, emb_index_error, emb_xavier, grad_accumulate, grad_sparse,
+                  grad_batch, pe_broadcast, pe_too_long, pe_grad, pe_init, sin_pos0, sin_values, layer_modes,
+                  layer_sin_values, layer_scale)
+    } | embeddings_api.DIAGNOSES).items()
+}
+ERROR_CAUSE = layout.error_cause
 COMPARATORS = {"xavier_bounds": xavier_bounds, "pe_init_bounds": pe_init_bounds}
 NOT_APPLICABLE = embeddings_api.NOT_APPLICABLE

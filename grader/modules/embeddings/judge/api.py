@@ -15,6 +15,7 @@ import numpy as np
 from ....channel import CheckOutput
 from ....judge.compare import Cause, Diagnosis, close
 from ..probes.api import large_table
+from .scale import gradient_scale
 
 Inputs = dict[str, Any]
 OWN = "ValueError"  # raised by the student's own check (numpy's own ValueError is reported differently)
@@ -59,6 +60,28 @@ def _window_causes(got: CheckOutput, out: str, at_start: np.ndarray, at_zero: np
     return None
 
 
+def _window_placement(got: CheckOutput, outputs: tuple[str, ...], x: np.ndarray, table: np.ndarray,
+                      start: int) -> str | None:
+    """start_pos=0 is right, but the window taken at ``start`` is not rows start .. start+seq_len-1: it
+    is seq_len rows from another row, or (numpy failed to add it) not seq_len rows long."""
+    seq = x.shape[1]
+    if not _same(got.arrays.get("forward_default"), x + table[:seq]):
+        return None
+    fix = "take table[start_pos:start_pos + seq_len]"
+    for name in outputs:
+        out = got.arrays.get(name)
+        rows = [k for k in range(1, len(table) - seq + 1) if k != start and _same(out, x + table[k:k + seq])]
+        if rows:
+            return (f"with start_pos={start} the window starts at row {rows[0]} instead of row {start}: "
+                    f"{fix}, rows start_pos .. start_pos+seq_len-1")
+        if _foreign(str(got.facts.get(name, "")).removeprefix("raised ")):
+            return (f"with start_pos={start} the addition failed inside numpy although rows {start} .. "
+                    f"{start + seq - 1} fit in the table (and start_pos=0 works): the window for start_pos is not "
+                    f"seq_len ({seq}) rows long, it starts or ends at the wrong row (a slice that ends at seq_len "
+                    f"instead of start_pos + seq_len?); {fix}")
+    return None
+
+
 def _end_causes(got: CheckOutput, at_end: str, past_end: str) -> str | None:
     if got.facts.get(at_end) == f"raised {OWN}":
         return ("a window ending exactly at max_seq_len was rejected: the check is start_pos + seq_len > "
@@ -85,6 +108,9 @@ def pe_start_pos(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
         return cause
     if _same(got.arrays.get("forward_shifted"), at_start) and not _same(got.arrays.get("forward_default"), at_zero):
         return "forward(x) without start_pos must use start_pos=0 (rows 0 .. seq_len-1)"
+    cause = _window_placement(got, ("forward_shifted", "call_shifted"), x, table, s)
+    if cause:
+        return cause
     grad, g = got.arrays.get("grad_shifted"), i["upstream"].sum(axis=0)
     shifted_to_zero = np.zeros_like(table)
     shifted_to_zero[:seq] = g
@@ -116,6 +142,10 @@ def layer_start_pos(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Caus
                                   "learned_call")
     if upstream:
         return Cause("the layer passes start_pos on, but your PositionalEncoding does not add the right rows",
+                     "pe_start_pos")
+    own = got.facts.get("aux_positions")
+    if isinstance(own, str) and own.startswith("raised") and own == got.facts.get("learned_forward"):
+        return Cause(f"the layer passes start_pos on, but at start_pos={s} your PositionalEncoding itself {own}",
                      "pe_start_pos")
     sin = exp.arrays.get("aux_sinusoids")
     windows = {"learned": (tok + i["table"][s:s + seq], tok + i["table"][:seq], "learned position rows")}
@@ -198,7 +228,7 @@ def emb_large_ids(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
             if _same(grad, full[ids.astype(int)]):
                 return (f"the forward is right, but the backward casts the ids to {dtype}, which wraps at "
                         f"{_wrap(dtype)}: cast with astype(int) or np.int64")
-    return None
+    return gradient_scale(got, exp, {"grad_rows": ids.size}) if _same(rows, table[ids.astype(int)]) else None
 
 
 def _wrap(dtype: str) -> str:

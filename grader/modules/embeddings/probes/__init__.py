@@ -129,7 +129,24 @@ def _emb_index_error_run(ns: Namespace, i: Inputs) -> Outputs:
         "mixed_negative": raised(lambda: emb(T([-1.0, 2.0]))),
         "mixed_too_big": raised(lambda: emb(T([1.0, v]))),
         "batch_too_big": raised(lambda: emb(T([[0.0, 1.0], [v - 1, v]]))),
+        "aux_row_of_vocab": _row_read(emb, v, i),
+        "aux_row_of_minus_one": _row_read(emb, -1.0, i),
     }
+
+
+def _row_read(emb: Any, token: float, i: Inputs) -> int | None:
+    """The one row of the Embedding's own (vocab, dim) table that a lookup of ``token`` returned, when
+    it returned one (context for the judge: where an id that should be refused was sent)."""
+    try:
+        table = next(w for w in (as_array(p, "parameter") for p in parameters_of(emb, "Embedding"))
+                     if w.shape == (i["vocab"], i["dim"]))
+        row = as_array(emb(tensor_class()([token])), "embedding(id)").reshape(-1)
+    except Exception:
+        return None
+    if row.shape != (i["dim"],):
+        return None
+    matches = np.flatnonzero(np.all(table == row, axis=1))
+    return int(matches[0]) if matches.size == 1 else None
 
 
 def _emb_xavier_inputs(rng: np.random.Generator) -> Inputs:
@@ -210,7 +227,20 @@ def _grad_sparse_run(ns: Namespace, i: Inputs) -> Outputs:
         "nonzero_rows_second": _nonzero_rows(second),
         "seed_grad_second": second,
         "grad": grad,
+        "aux_shared_table": _shares_table(ns),
     }
+
+
+def _shares_table(ns: Namespace) -> bool | None:
+    """Do two fresh Embedding(4, 2) hold one and the same table (context for the judge)?"""
+    try:
+        first, second = (parameters_of(ns["Embedding"](4, 2), "Embedding") for _ in range(2))
+        data = [[getattr(p, "data", None) for p in params] for params in (first, second)]
+        return any(p is q or (a is not None and a is b) or (isinstance(a, np.ndarray) and isinstance(b, np.ndarray)
+                                                            and np.shares_memory(a, b))
+                   for p, a in zip(first, data[0], strict=True) for q, b in zip(second, data[1], strict=True))
+    except Exception:
+        return None
 
 
 def _nonzero_rows(grad: np.ndarray | str) -> int | str:
