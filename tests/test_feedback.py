@@ -427,10 +427,12 @@ def test_a_real_batch_gets_feedback_with_the_sinusoid_heatmaps(tmp_path: Path) -
     run_batch(source, tmp_path / "out", workers=2)
     write_feedback(tmp_path / "out")
     page = (tmp_path / "out" / "feedback" / "bug_sin_cos_swapped.html").read_text(encoding="utf-8")
-    assert len(re.findall(r'<img alt="table_d(16|5): ', page)) == 6  # two tables, three panels each
+    # sin_values' two tables and the visible layer check's output for 1-D tokens, three panels each
+    assert len(re.findall(r'<img alt="table_d(16|5): ', page)) == 6
+    assert len(re.findall(r'<img alt="out_1d: ', page)) == 3
     assert 'id="check-sin_values"' in page and 'id="check-layer_sin_values"' not in page
     md = (tmp_path / "out" / "feedback" / "bug_sin_cos_swapped.md").read_text(encoding="utf-8")
-    assert md.count("](data:image/png;base64,") == 6
+    assert md.count("](data:image/png;base64,") == 9
     summary: dict[str, Any] = json.loads((tmp_path / "out" / "summary.json").read_text(encoding="utf-8"))
     assert summary["counts"]["graded"] == 2
     assert {c["id"]: c["pass_rate"] for c in summary["checks"]}["sin_values"] == 0.5
