@@ -94,3 +94,25 @@ def test_many_small_records_over_the_total_cap_break_the_stream() -> None:
 def test_bytes_after_the_end_are_ignored() -> None:
     stream = feed(GOOD_TEST + file_record("import.json", b"{}") + b"E" + file_record("late.json", b"forged"))
     assert stream.ended and set(stream.files) == {"import.json"}
+
+
+def test_the_job_crosses_in_two_parts_and_only_the_second_holds_secrets() -> None:
+    """The part the supervisor reads before it forks the harness has no hidden check and no seed
+    (the harness's memory is a copy of the supervisor's); a visible part with either is refused."""
+    from grader.harness import wire
+
+    job = {"module": "m", "seed": 1234567, "numpy_seed": 5, "checks": [
+        {"id": "shown", "visible": True, "inputs": {"x": 1}},
+        {"id": "secret", "visible": False, "inputs": {"x": 2}},
+        {"id": "unmarked", "inputs": {"x": 3}},
+    ]}
+    message = wire.pack(job, b"{}", 7.0)
+    sizes = wire.HEADER.unpack_from(message)
+    first = message[wire.HEADER.size:wire.HEADER.size + sizes[0]]
+    assert b"secret" not in first and b"unmarked" not in first and b"1234567" not in first
+    assert [c["id"] for c in wire.visible_part(first)["checks"]] == ["shown"]
+    rest = json.loads(message[-sizes[2]:])
+    assert [c["id"] for c in rest] == ["secret", "unmarked"]
+    for forged in ({**job, "checks": job["checks"][:1]}, {"checks": job["checks"][1:]}, {"checks": job["checks"][2:]}):
+        with pytest.raises(ValueError):
+            wire.visible_part(json.dumps(forged).encode())

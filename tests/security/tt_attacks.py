@@ -1402,10 +1402,64 @@ def _on_import():
     os._exit(0)
 '''
 
+# The harness is forked from the supervisor: whatever the supervisor had read from the host before
+# that fork (even freed) is in the harness's memory too. Found at import, the hidden checks' inputs
+# would go out in the visible checks' feedback.
+HIDDEN_FROM_MEMORY = r'''
+_LEAK = []
+
+
+def _scan_memory():
+    """Our own memory, read in place with ctypes (no copies), for a hidden check's JSON."""
+    import ctypes, re
+    pattern = re.compile(rb'"visible":\s?false')  # this pattern's own text does not match it
+    try:
+        maps = open("/proc/self/maps").read().splitlines()
+    except OSError:
+        return []
+    for line in maps:
+        fields = line.split()
+        if fields[1][:2] != "rw" or (len(fields) > 5 and fields[5].startswith(("/", "[v", "[s"))):
+            continue
+        start, end = (int(x, 16) for x in fields[0].split("-"))
+        if end - start > 512 * 1024 * 1024:
+            continue
+        view = memoryview((ctypes.c_char * (end - start)).from_address(start)).cast("B")
+        found = pattern.search(view)
+        if found:
+            return [bytes(view[max(0, found.start() - 300):found.end() + 100]).decode("latin-1")]
+    return []
+
+
+def _on_import():
+    """At import, long before the visible checks' outputs are frozen: the hidden checks' inputs by
+    the frames above us, the garbage collector, or our own memory."""
+    import sys, gc, json
+    f = sys._getframe()
+    while f is not None:
+        if isinstance(f.f_locals.get("hidden"), list) and f.f_locals["hidden"]:
+            _LEAK.append("frame " + json.dumps(f.f_locals["hidden"])[:300])
+            return
+        f = f.f_back
+    for o in gc.get_objects():
+        if isinstance(o, dict) and o.get("visible") is False and "inputs" in o:
+            _LEAK.append("gc " + json.dumps(o)[:300])
+            return
+    _LEAK.extend("memory " + s for s in _scan_memory())
+
+
+def _on_table(table):
+    if _LEAK:
+        raise RuntimeError("TTLEAK " + _LEAK[0])
+    return table
+'''
+
 PHASE_CASES = [
     Case("deadline-forged-import-record-keeps-the-total-bound", FORGED_IMPORT_RECORD,
          statuses={ALL: S("timeout")}, max_seconds=14.0),
     Case("leak-hidden-inputs-into-visible-feedback", HIDDEN_INTO_VISIBLE, statuses={ALL: S("passed")},
+         forbidden=r"TTLEAK"),
+    Case("leak-hidden-inputs-from-the-harness-memory-at-import", HIDDEN_FROM_MEMORY, statuses={ALL: S("passed")},
          forbidden=r"TTLEAK"),
 ]
 
