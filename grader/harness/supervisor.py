@@ -11,6 +11,8 @@ cannot ptrace it or open its file descriptors either). It speaks one framed stre
   deadline, never extends it);
 - ``F`` >H name >I size data: one output file, sent only after every process of the job is
   killed (or, for visible checks, when the hidden phase begins: see below);
+- ``H``: the visible checks' files (and import.json) were all sent before this, and are frozen:
+  the host judges visible checks from them alone, whatever happens to the rest of the run;
 - ``E``: the end.
 
 Hidden inputs never meet visible feedback: the harness first gets a job with only the visible
@@ -162,6 +164,7 @@ def run(job: dict[str, Any], student: bytes, out_fd: int, control_fd: int, selft
             if ours.recv(1) != b"H" or hidden is None or not phase.isdisjoint({c["id"] for c in hidden}):
                 break
             outbox.send(phase)  # the visible phase ends here: later writes for it are never read
+            _put(out_fd, b"H")
             phase = {c["id"] for c in hidden}
             _write("job-hidden.json", json.dumps({**base, "checks": hidden, "more": False}).encode())
             ours.sendall(b"G")

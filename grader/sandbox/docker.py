@@ -521,14 +521,14 @@ class DockerSandbox:
                     pass
                 with reader.cond:
                     reader.cond.wait_for(reader.finished, timeout=STOP_GRACE_S)
-            outputs, log = _collected(reader)
+            outputs, frozen, log = _collected(reader)
         finally:
             with self._pool_lock:
                 self._running -= 1
             if box is not None:  # killed and removed whatever happened; the answer need not wait for it
                 self._background(box.discard, self.client)
             self._replenish()  # the next job's container starts while this answer is judged
-        return RunResult(outputs, log, killed, time.monotonic() - started)
+        return RunResult(outputs, log, killed, time.monotonic() - started, frozen=frozen)
 
 
 @dataclass
@@ -549,12 +549,14 @@ class _Started:
             self.reader.join(timeout=2)
 
 
-def _collected(reader: _Attach) -> tuple[dict[str, bytes], str]:
-    """The outputs of a complete, well-formed stream (else none, with a note why) and the log."""
+def _collected(reader: _Attach) -> tuple[dict[str, bytes], dict[str, bytes] | None, str]:
+    """The outputs of a complete, well-formed stream (else none, with a note why), the visible
+    phase's frozen files, and the log."""
     notes = []
     outputs: dict[str, bytes] = {}
     with reader.cond:
         stream = reader.stream
+        frozen = stream.frozen
         if stream.ended and not stream.broken:
             outputs = dict(stream.files)
         elif stream.broken:
@@ -564,7 +566,7 @@ def _collected(reader: _Attach) -> tuple[dict[str, bytes], str]:
         log = reader.text()
     if notes:
         log = (log + "\n" if log else "") + "\n".join(notes)
-    return outputs, log
+    return outputs, frozen, log
 
 
 def _close(raw: socket.socket, wrapper: Any) -> None:

@@ -249,7 +249,7 @@ class LocalSandbox:
         complete = stream.ended and not stream.broken  # a broken or cut stream gives no outputs at all
         note = f"\n[sandbox] output stream rejected: {stream.broken}" if stream.broken else ""
         return RunResult(dict(stream.files) if complete else {}, log.text() + note, killed,
-                         time.monotonic() - started, isolation=layers)
+                         time.monotonic() - started, isolation=layers, frozen=stream.frozen)
 
     # ---- sandboxes made ready before their job -------------------------------------------------
 
