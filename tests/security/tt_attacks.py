@@ -463,6 +463,27 @@ def _forged_metadata(ctx: Ctx) -> tuple[str, dict[str, Any]]:
     return "submission.ipynb", notebook
 
 
+# A result record of the student's own check, well-formed but for a duration of NaN or infinity:
+# JSON has neither, so a report holding one would be stored as null and no longer load, and with it
+# the feedback and exports of the whole class.
+FORGE_NON_FINITE = r'''
+def _on_table(table):
+    import os, sys
+    f, check = sys._getframe(1), None
+    while f is not None and check is None:
+        c = f.f_locals.get("check")
+        check = c["id"] if isinstance(c, dict) and "id" in c else None
+        f = f.f_back
+    for name, value in (("sin_pos0", "NaN"), ("sin_values", "1e999")):
+        if check == name:
+            with open(f"out/{name}.json.x", "w") as out:
+                out.write('{"schema": 1, "check": "%s", "status": "error", "duration_ms": %s, '
+                          '"error": {"type": "E", "message": "m", "where": null}}' % (name, value))
+            os.replace(f"out/{name}.json.x", f"out/{name}.json")
+            os._exit(0)
+    return table
+'''
+
 FORGED_CASES = [
     Case("forged-score-lines-on-stdout-and-stderr", with_helpers(FORGE_PRINT), base="buggy"),
     Case("forged-result-files-in-workdir", FORGE_FILES, base="buggy", statuses={GRAD: S("failed", "crashed")}),
@@ -472,6 +493,7 @@ FORGED_CASES = [
          statuses={GRAD: S("error", "failed")}),
     Case("forged-fd-redirection-and-closed-stdio", FORGE_FD, base="buggy"),
     Case("forged-notebook-outputs-and-metadata", build=_forged_metadata, base="buggy"),
+    Case("forged-non-finite-duration-in-a-result", FORGE_NON_FINITE, statuses={SIN: S("crashed")}),
     Case("forged-terminal-escapes-in-feedback", FORGE_ESCAPES, base="buggy", render_check=True,
          build=notebook_with(FORGE_ESCAPES, "buggy", name="tt\x1b[2J\x1b[32mALL PASSED\x1b[0m.ipynb")),
 ]
