@@ -34,6 +34,9 @@ _NPY_MAX_HEADER = 4096  # numpy writes about 128 bytes
 _NPY_DESCR = re.compile(r"^[<>|=]?(b1|[iu][1248]|f[248])$")
 _NPY_MAX_DIMS = 32
 
+# A time the sandbox reports: finite (NaN or infinity would reach the report, which JSON then cannot
+# carry: the stored report of the whole class would no longer load) and never negative.
+Duration = Annotated[float, Field(ge=0.0, allow_inf_nan=False)]
 Scalar = StrictBool | StrictInt | StrictFloat | Annotated[StrictStr, Field(max_length=1000)] | None
 Fact = Scalar | Annotated[list[StrictBool | StrictInt | StrictFloat | Annotated[StrictStr, Field(max_length=200)]],
                           Field(max_length=64)]
@@ -82,16 +85,16 @@ class ProbeRecord(_Versioned):
     facts: dict[str, Fact] = Field(default_factory=dict, max_length=256)
     arrays: tuple[str, ...] = Field(default=(), max_length=256)
     error: ErrorInfo | None = None
-    duration_ms: float = 0.0
+    duration_ms: Duration = 0.0
 
 
 class StatusRecord(_Versioned):
     check: str
     status: Literal["timeout", "crashed", "oom"]
-    signal: int | None = None
-    exit_code: int | None = None
+    signal: Annotated[int, Field(ge=1, le=128)] | None = None
+    exit_code: Annotated[int, Field(ge=0, le=255)] | None = None
     reason: Annotated[str, Field(max_length=200)] | None = None
-    duration_ms: float = 0.0
+    duration_ms: Duration = 0.0
 
 
 Outcome = Literal["ok", "error", "oom", "timeout", "crashed", "missing"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -164,7 +164,7 @@ class CheckResult(Record):
     visibility: Visibility
     message: str
     detail: str = ""
-    duration_ms: float = 0.0
+    duration_ms: Annotated[float, Field(ge=0.0, allow_inf_nan=False)] = 0.0  # JSON has no NaN: reports must reload
     figures: tuple[Figure, ...] = ()
     student_text: str = ""
 

@@ -133,19 +133,24 @@ class Grader:
             if failure:
                 raise failure[0]
             expected = ref["expected"]
-            imported = read_import(run.outputs)
+            # Visible checks are judged from their files as frozen before the hidden checks' inputs
+            # entered the sandbox, when the run got that far: nothing after that (a deadline the
+            # hidden phase ran into, a cut stream) may change a word of their feedback.
+            frozen = run.frozen
+            imported = read_import(frozen if frozen is not None else run.outputs)
             results = {}
             for spec, planned in zip(checks, job.checks, strict=True):
                 inputs = planned.decoded()
                 called = self.probes[spec.probe].describe(inputs)
-                failed_def = outcomes.definition_failure(spec, module.chunks, imported, run.killed)
+                outputs, killed = (frozen, None) if frozen is not None and planned.visible else (run.outputs, run.killed)
+                failed_def = outcomes.definition_failure(spec, module.chunks, imported, killed)
                 if failed_def is not None:
                     results[spec.id] = judge(spec, called, inputs, failed_def, expected[spec.id], self.rules)
                     continue
                 shapes = {k: v.shape for k, v in expected[spec.id].arrays.items()}
-                got = outcomes.explain_name_error(read_check(run.outputs, spec.id, shapes), imported)
-                if got.outcome == "missing" and run.killed:
-                    got = CheckOutput(outcome="timeout", note=run.killed)
+                got = outcomes.explain_name_error(read_check(outputs, spec.id, shapes), imported)
+                if got.outcome == "missing" and killed:
+                    got = CheckOutput(outcome="timeout", note=killed)
                 results[spec.id] = judge(spec, called, inputs, got, expected[spec.id], self.rules)
             import_errors = tuple(f"cell {e.cell}, line {e.line}: {e.error.text()}"
                                   for e in (imported.chunk_errors if imported else ()))

@@ -65,6 +65,16 @@ def test_forged_or_malformed_records_count_as_missing(tmp_path: Path) -> None:
     assert read_import(tmp_path) is None
 
 
+@pytest.mark.parametrize("field", ['"duration_ms": NaN', '"duration_ms": 1e999', '"duration_ms": -1',
+                                   '"signal": 100000', '"exit_code": -5'])
+def test_numbers_a_report_could_not_carry_count_as_missing(tmp_path: Path, field: str) -> None:
+    """NaN and infinity have no JSON form: a report holding one would be stored as null and no longer
+    load (nor would the batch's feedback and exports for anyone). Such a record is refused whole."""
+    (tmp_path / "c.json").write_text(f'{{"schema": {SCHEMA}, "check": "c", "status": "error", {field}}}')
+    (tmp_path / "d.status.json").write_text(f'{{"schema": {SCHEMA}, "check": "d", "status": "crashed", {field}}}')
+    assert read_check(tmp_path, "c", {}).outcome == read_check(tmp_path, "d", {}).outcome == "missing"
+
+
 def test_only_arrays_the_reference_produced_are_read(tmp_path: Path) -> None:
     (tmp_path / "c.json").write_text(json.dumps(stamped({"check": "c", "status": "ok", "arrays": ["a", "extra"]})))
     save(tmp_path / "c" / "a.npy", np.ones(2))

@@ -169,6 +169,40 @@ def test_student_process_cannot_change_a_verdict(fast_grader: Grader, tmp_path: 
     assert report.score < 100
 
 
+class _CutAfterVisiblePhase:
+    """A sandbox whose run was cut once the hidden checks' inputs were inside (a stopped or killed
+    supervisor): no complete stream, a deadline, and only the visible phase's frozen files."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    def info(self) -> Any:
+        return self.inner.info()
+
+    def run(self, job: Any, chunks: Any, workdir: Path, hide: Any = ()) -> Any:
+        from grader.sandbox import RunResult
+
+        done = self.inner.run(job, chunks, workdir, hide)
+        visible = {c.id for c in job.checks if c.visible} | {"import"}
+        frozen = {k: v for k, v in done.outputs.items() if k.split("/")[0].split(".")[0] in visible}
+        return RunResult({}, "", "the whole run took longer than 8 s", done.elapsed_s, frozen=frozen)
+
+
+def test_what_the_hidden_phase_does_never_reaches_visible_feedback(tmp_path: Path) -> None:
+    """A run cut after the visible phase (the hidden phase hung, or killed the supervisor) judges
+    the visible checks exactly as a run that ended normally; only hidden checks lose."""
+    from .fakes import InProcessSandbox
+
+    path = SUBMISSIONS / "correct_tinytorch.ipynb"
+    with Grader(backend=InProcessSandbox(), seed=3) as normal, \
+            Grader(backend=_CutAfterVisiblePhase(InProcessSandbox()), seed=3) as cut:
+        want, got = normal.grade(path), cut.grade(path)
+    hidden = {c.id for c in cut.rubric.checks if not c.public}
+    assert hidden and {c.id: c.status for c in got.checks if c.id in hidden} == dict.fromkeys(hidden, "timeout")
+    shown = [c.model_dump(exclude={"duration_ms"}) for c in want.checks if c.id not in hidden]
+    assert [c.model_dump(exclude={"duration_ms"}) for c in got.checks if c.id not in hidden] == shown
+
+
 def test_exit_at_import_time_fails_every_check_clearly(fast_grader: Grader, tmp_path: Path) -> None:
     # ``np.x = ...`` changes a name the targets need, so it is kept and runs at definition time
     report = fast_grader.grade(variant(tmp_path, "exit.ipynb", "import os\nnp.x = os._exit(0)\n"))

@@ -121,3 +121,30 @@ def test_a_hung_function_blocks_the_checks_that_call_it_later(tmp_path: Path) ->
         assert got[blocked]["status"] == "timeout"
         assert got[blocked]["reason"].startswith("blocked by c0 timeout: spin (cell 3, line ")
     assert got["c2"]["value"] == "ok"
+
+
+def test_a_forged_stack_costs_only_its_own_check(tmp_path: Path) -> None:
+    """A check that answers the parent's stack request itself, with a frame whose line number has
+    thousands of digits (more than int() takes), times out alone; the later checks still run."""
+    import signal
+    import stat
+
+    def forge(*_: Any) -> None:
+        frame = f'File "<cell 3>", line {"9" * 5000} in spin\n'.encode()
+        for fd in range(3, 64):
+            try:
+                if stat.S_ISFIFO(os.fstat(fd).st_mode):
+                    os.write(fd, frame)
+            except OSError:
+                pass
+
+    def behave(check: dict[str, Any]) -> str:
+        if check["id"] == "c0":
+            signal.signal(signal.SIGUSR1, forge)
+            while True:
+                time.sleep(0.01)
+        return "ok"
+
+    got = run(tmp_path, checks(3, timeout_s=1.0), behave)
+    assert got["c0"]["status"] == "timeout"
+    assert got["c1"]["value"] == got["c2"]["value"] == "ok"

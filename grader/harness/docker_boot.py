@@ -1,8 +1,8 @@
 """The Docker backend's first process, inside the container, as the sandbox user.
 
 ``python3 -I -B -c "...; import grader.harness.docker_boot as b; b.main(WORKDIR, MAX_INPUT, MAX_TOTAL)"``.
-It imports what every job needs while the host is still sending the job on stdin (a header
-``>IId``: sizes of job.json and student.json, backstop seconds; then the two files), then hands
+It imports what every job needs while the host is still sending the job on stdin (``wire.py``:
+the visible job, student.json and the hidden checks; the backstop seconds in the header), then hands
 over to the supervisor that the local backend uses too (``harness/supervisor.py``): visible checks
 first, every process killed before the outputs are streamed on the original stdout. Student output
 goes to stderr. ``S`` or EOF on stdin stops the job; the backstop covers a host that vanished.
@@ -11,9 +11,7 @@ Standard library, numpy and the bundle only.
 
 from __future__ import annotations
 
-import json
 import os
-import struct
 import threading
 
 
@@ -36,20 +34,24 @@ def _backstop() -> None:
 
 
 def main(workdir: str, max_input: int, max_total: int) -> None:
-    from . import run, supervisor
+    from . import run, supervisor, wire
     from .preload import preload
 
     preload()
     out_fd = os.dup(1)
     os.dup2(2, 1)
-    job_size, student_size, backstop = struct.unpack(">IId", _read_exact(16))
-    if max(job_size, student_size) > max_input:
+    job_size, student_size, hidden_size, backstop = wire.HEADER.unpack(_read_exact(wire.HEADER.size))
+    if max(job_size, student_size, hidden_size) > max_input:
         os._exit(3)
-    job, student = _read_exact(job_size), _read_exact(student_size)
+    try:
+        job = wire.visible_part(_read_exact(job_size))
+    except ValueError:
+        os._exit(3)
+    student = _read_exact(student_size)
     timer = threading.Timer(backstop, _backstop)
     timer.daemon = True
     timer.start()
     os.chdir(workdir)
-    supervisor.run(json.loads(job), student, out_fd, 0, {"mode": "docker", "verified": [], "ok": True},
-                   lambda phase_fd: run.main(phase_fd=phase_fd), max_total=max_total)
+    supervisor.run(job, student, out_fd, 0, {"mode": "docker", "verified": [], "ok": True},
+                   lambda phase_fd: run.main(phase_fd=phase_fd), hidden_from=(0, hidden_size), max_total=max_total)
     os._exit(0)

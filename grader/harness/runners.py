@@ -43,7 +43,8 @@ _pidfd_open, _read, _write, _close = os.pidfd_open, os.read, os.write, os.close
 _dumps, _loads = json.dumps, json.loads
 
 STACK_WAIT_S, STACK_QUIET_S, MAX_STACK = 0.3, 0.03, 64 * 1024
-_STUDENT_FRAME = re.compile(r'File "(<cell \d+>)", line (\d+) in (\S+)')
+# Parsed from what the job itself writes: bounded, so that no number in it is too long for int().
+_STUDENT_FRAME = re.compile(r'File "(<cell \d{1,9}>)", line (\d{1,9}) in (\S{1,200})(?!\S)')
 
 Record = dict[str, Any]
 Execute = Callable[[dict[str, Any]], tuple[Record, dict[str, Any]]]  # check -> (record, arrays)

@@ -11,11 +11,15 @@ cannot ptrace it or open its file descriptors either). It speaks one framed stre
   deadline, never extends it);
 - ``F`` >H name >I size data: one output file, sent only after every process of the job is
   killed (or, for visible checks, when the hidden phase begins: see below);
+- ``H``: the visible checks' files (and import.json) were all sent before this, and are frozen:
+  the host judges visible checks from them alone, whatever happens to the rest of the run;
 - ``E``: the end.
 
 Hidden inputs never meet visible feedback: the harness first gets a job with only the visible
 checks. When it asks for the rest (or exits), the visible checks' outputs are sent and frozen:
 nothing written for them later is ever read. Only then are the hidden checks' inputs written.
+They are not even in the harness's memory before that: the supervisor reads them from the host
+(``harness/wire.py``) only after it forked the harness, which never holds that descriptor.
 """
 
 from __future__ import annotations
@@ -109,18 +113,23 @@ class Outbox:
 
 
 def run(job: dict[str, Any], student: bytes, out_fd: int, control_fd: int, selftest: dict[str, Any],
-        harness: Callable[[int], None], max_total: int = MAX_TOTAL) -> None:
-    """Write the phase-1 job, start ``harness(phase_fd)`` in a child, serve it, then collect."""
-    checks = job["checks"]
-    visible = [c for c in checks if c.get("visible", True)]
-    hidden = [c for c in checks if not c.get("visible", True)]
-    base = {k: v for k, v in job.items() if k not in ("checks", "seed")}
+        harness: Callable[[int], None], hidden_from: tuple[int, int], max_total: int = MAX_TOTAL) -> None:
+    """Write the phase-1 job, start ``harness(phase_fd)`` in a child, serve it, then collect.
+
+    ``job`` holds only the visible checks (``wire.visible_part``); the hidden ones are read from
+    ``hidden_from`` (descriptor, size) once the harness exists, and the harness never holds that
+    descriptor (when it is ``control_fd``, /dev/null replaces it there)."""
+    visible = job["checks"]
+    if any(c.get("visible") is not True for c in visible) or "seed" in job:
+        raise ValueError("hidden checks or the seed must not reach the sandbox before the harness is forked")
+    base = {k: v for k, v in job.items() if k != "checks"}
+    hidden_fd, hidden_size = hidden_from
     _put(out_fd, frame(b"T", json.dumps(selftest).encode()))
     if not selftest.get("ok", False):
         _put(out_fd, b"E")
         return
     _write("student.json", student)
-    _write("job.json", json.dumps({**base, "checks": visible, "more": bool(hidden)}).encode())
+    _write("job.json", json.dumps({**base, "checks": visible, "more": hidden_size > 0}).encode())
     os.mkdir("out", 0o755)
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     hide_self()  # before the harness exists: no window in which it could open our /proc files
@@ -129,16 +138,18 @@ def run(job: dict[str, Any], student: bytes, out_fd: int, control_fd: int, selft
     if pid == 0:
         signal.signal(signal.SIGINT, signal.default_int_handler)
         os.close(out_fd)
-        if control_fd > 2:
-            os.close(control_fd)
-        else:  # the host's stdin (Docker): the harness gets /dev/null instead
-            os.dup2(os.open(os.devnull, os.O_RDONLY), control_fd)
+        for fd in {control_fd, hidden_fd}:
+            if fd > 2:
+                os.close(fd)
+            else:  # the host's stdin (Docker): the harness gets /dev/null instead
+                os.dup2(os.open(os.devnull, os.O_RDONLY), fd)
         ours.close()
         _raise_oom_score()
         harness(theirs.detach())
         os._exit(0)
     theirs.close()
     pidfd = os.pidfd_open(pid)
+    hidden = _read_hidden(hidden_fd, hidden_size)  # only now: the harness's memory never held them
     outbox = Outbox(out_fd, max_total)
     phase = {"import"} | {c["id"] for c in visible}
     imported = False
@@ -150,9 +161,10 @@ def run(job: dict[str, Any], student: bytes, out_fd: int, control_fd: int, selft
         if pidfd in ready or (control_fd in ready and os.read(control_fd, 64)[:1] in (b"", b"S")):
             break
         if ours.fileno() in ready:
-            if ours.recv(1) != b"H" or not phase.isdisjoint({c["id"] for c in hidden}):
+            if ours.recv(1) != b"H" or hidden is None or not phase.isdisjoint({c["id"] for c in hidden}):
                 break
             outbox.send(phase)  # the visible phase ends here: later writes for it are never read
+            _put(out_fd, b"H")
             phase = {c["id"] for c in hidden}
             _write("job-hidden.json", json.dumps({**base, "checks": hidden, "more": False}).encode())
             ours.sendall(b"G")
@@ -165,6 +177,26 @@ def run(job: dict[str, Any], student: bytes, out_fd: int, control_fd: int, selft
         _put(out_fd, b"I")
     outbox.send(phase)
     _put(out_fd, b"E")
+
+
+def _read_hidden(fd: int, size: int) -> list[dict[str, Any]] | None:
+    """The hidden checks from the host (None if they did not arrive whole: they then never run)."""
+    data = bytearray()
+    while len(data) < size:
+        try:
+            chunk = os.read(fd, min(1 << 20, size - len(data)))
+        except OSError:
+            return None
+        if not chunk:
+            return None
+        data += chunk
+    if not size:
+        return []
+    try:
+        checks = json.loads(bytes(data))
+    except ValueError:
+        return None
+    return checks if isinstance(checks, list) and all(isinstance(c, dict) for c in checks) else None
 
 
 def _raise_oom_score() -> None:

@@ -13,9 +13,9 @@ Protocol on a Unix socket (one request at a time):
   it into the job's cgroups, lets it go, and answers ``{"pid", "cgroups"}`` with five descriptors:
   a pidfd of the child, the read ends of its log pipe and of its result stream, and the write ends
   of its control pipe (``S`` or EOF stops the job) and of its job pipe. The child isolates itself
-  and self-tests at once, then waits for its one job on the job pipe (``>IId``: the sizes of
-  job.json and student.json and the job's CPU seconds, then the two files), so a sandbox can be
-  made ready before its job exists; EOF there ends it.
+  and self-tests at once, then waits for its one job on the job pipe (``harness/wire.py``: the
+  visible job, student.json, then the hidden checks, which the supervisor reads only after forking
+  the harness), so a sandbox can be made ready before its job exists; EOF there ends it.
 """
 
 from __future__ import annotations
@@ -26,10 +26,11 @@ import resource
 import signal
 import socket
 import stat
-import struct
 import sys
 import time
 from typing import Any
+
+from . import wire
 
 
 def serve(fd: int) -> None:
@@ -261,7 +262,7 @@ def _child(request: dict[str, Any], log_fd: int, out_fd: int, control_fd: int, g
         os.environ.clear()
         os.environ.update(request["env"], HOME=workdir, TMPDIR=workdir)
         report = selftest.run(request)
-        job, student, cpu_s = _receive_job(job_fd)
+        job, student, hidden_size, cpu_s = _receive_job(job_fd)
         resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s))  # the job's own budget, below the ceiling
     except BaseException as e:  # isolation failed: never run the job without it
         os.write(2, f"sandbox setup failed: {type(e).__name__}: {e}\n".encode())
@@ -269,7 +270,8 @@ def _child(request: dict[str, Any], log_fd: int, out_fd: int, control_fd: int, g
     from .run import main
 
     try:  # never return into the zygote's loop, whatever escapes (the harness child passes here too)
-        supervisor.run(json.loads(job), student, out_fd, control_fd, report, lambda phase_fd: main(phase_fd=phase_fd))
+        supervisor.run(job, student, out_fd, control_fd, report, lambda phase_fd: main(phase_fd=phase_fd),
+                       hidden_from=(job_fd, hidden_size))
     except BaseException as e:
         os.write(2, f"sandbox supervisor failed: {type(e).__name__}: {e}\n".encode())
         os._exit(71)
@@ -285,14 +287,15 @@ def supervisor_subreaper() -> None:
 MAX_JOB_BYTES = 32 * 1024 * 1024
 
 
-def _receive_job(fd: int) -> tuple[bytes, bytes, int]:
-    """(job.json, student.json, CPU seconds) from the host; EOF (a sandbox never used) ends us."""
-    job_size, student_size, cpu_s = struct.unpack(">IId", _read_exactly(fd, 16))
-    if max(job_size, student_size) > MAX_JOB_BYTES:
+def _receive_job(fd: int) -> tuple[dict[str, Any], bytes, int, int]:
+    """(the visible job, student.json, the hidden checks' size, CPU seconds) from the host; EOF (a
+    sandbox never used) ends us. The hidden checks stay in the pipe: the supervisor reads them once
+    the harness is forked (``harness/wire.py``)."""
+    job_size, student_size, hidden_size, cpu_s = wire.HEADER.unpack(_read_exactly(fd, wire.HEADER.size))
+    if max(job_size, student_size, hidden_size) > MAX_JOB_BYTES:
         os._exit(70)
-    job, student = _read_exactly(fd, job_size), _read_exactly(fd, student_size)
-    os.close(fd)
-    return job, student, max(1, int(cpu_s))
+    job, student = wire.visible_part(_read_exactly(fd, job_size)), _read_exactly(fd, student_size)
+    return job, student, hidden_size, max(1, int(cpu_s))
 
 
 def _read_exactly(fd: int, n: int) -> bytes:

@@ -26,6 +26,10 @@ class RunResult:
     killed: str | None
     elapsed_s: float
     isolation: tuple[str, ...] | None = None  # the layers this run's self-test verified, where the backend has one
+    # The visible checks' files (and import.json) as frozen before the hidden checks' inputs existed,
+    # when the run got that far: visible checks are judged from these alone, never from anything
+    # (a deadline, a cut stream) that happened once the hidden checks' inputs were inside.
+    frozen: Mapping[str, bytes] | None = None
 
 
 class Sandbox(Protocol):

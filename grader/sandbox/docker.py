@@ -7,8 +7,9 @@ to the container's stdio before starting it and speaks a tiny framed protocol wi
 program (``harness/docker_boot.py``, started with ``python3 -I -B -c``; the image holds only the
 harness and the runtime):
 
-- host → stdin: a header ``>IId`` (size of job.json, size of student.json, backstop seconds) and
-  the two files. Only this one submission ever enters the container; no environment variable, bind
+- host → stdin: the job (``harness/wire.py``: the visible checks, student.json, then the hidden
+  checks, which the supervisor reads only after forking the harness; backstop seconds in the
+  header). Only this one submission ever enters the container; no environment variable, bind
   mount, volume or archive carries anything else.
 - the bootstrap hands them to the supervisor (``harness/supervisor.py``, shared with the local
   backend), which writes the visible checks' job into ``/work``, forks the harness with student
@@ -48,6 +49,7 @@ root filesystem for ``put_archive`` would drop the read-only root and the tmpfs 
 from __future__ import annotations
 
 import atexit
+import json
 import socket
 import struct
 import threading
@@ -59,11 +61,12 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SandboxError
+from ..harness import wire
 from ..models import BackendInfo, Chunk
 from ..plan import Job
 from . import RunResult
 from .local import scrubbed_env
-from .process import OUTPUT_CAP, deadlines, overdue, write_job
+from .process import OUTPUT_CAP, deadlines, overdue
 from .stream import OutputStream
 
 LABEL = "tinytorch-grader"
@@ -488,20 +491,19 @@ class DockerSandbox:
     def run(self, job: Job, chunks: Sequence[Chunk], workdir: Path, hide: Sequence[Path] = ()) -> RunResult:
         """``hide`` is moot here: no host path is visible inside the container."""
         started = time.monotonic()
-        write_job(workdir, job, chunks)
-        job_bytes = (workdir / "job.json").read_bytes()
-        student_bytes = (workdir / "student.json").read_bytes()
-        if max(len(job_bytes), len(student_bytes)) > MAX_INPUT_BYTES:
-            raise SandboxError("the job is too large to send into the sandbox")
         import_deadline, total_deadline = deadlines(job)
         backstop = total_deadline + BACKSTOP_GRACE_S
+        student_bytes = json.dumps({"chunks": [c.model_dump() for c in chunks]}).encode()
+        message = wire.pack(job.model_dump(mode="json"), student_bytes, backstop)
+        if max(wire.HEADER.unpack_from(message)[:3]) > MAX_INPUT_BYTES:
+            raise SandboxError("the job is too large to send into the sandbox")
         box: _Started | None = None
         killed: str | None = None
         try:
             box = self._take()
             reader = box.reader
             try:
-                box.raw.sendall(struct.pack(">IId", len(job_bytes), len(student_bytes), backstop) + job_bytes + student_bytes)
+                box.raw.sendall(message)
             except OSError as e:
                 raise SandboxError(f"lost the connection to the sandbox container: {e}") from None
             t0 = time.monotonic()
@@ -520,7 +522,7 @@ class DockerSandbox:
                     pass
                 with reader.cond:
                     reader.cond.wait_for(reader.finished, timeout=STOP_GRACE_S)
-            outputs, log = _collected(reader)
+            outputs, frozen, log = _collected(reader)
         finally:
             with self._pool_lock:
                 self._running -= 1
@@ -528,7 +530,7 @@ class DockerSandbox:
                 self._background(box.discard, self.client)
             if self.keep_ready:
                 self._replenish()  # the next job's container starts while this answer is judged
-        return RunResult(outputs, log, killed, time.monotonic() - started)
+        return RunResult(outputs, log, killed, time.monotonic() - started, frozen=frozen)
 
 
 @dataclass
@@ -549,12 +551,14 @@ class _Started:
             self.reader.join(timeout=2)
 
 
-def _collected(reader: _Attach) -> tuple[dict[str, bytes], str]:
-    """The outputs of a complete, well-formed stream (else none, with a note why) and the log."""
+def _collected(reader: _Attach) -> tuple[dict[str, bytes], dict[str, bytes] | None, str]:
+    """The outputs of a complete, well-formed stream (else none, with a note why), the visible
+    phase's frozen files, and the log."""
     notes = []
     outputs: dict[str, bytes] = {}
     with reader.cond:
         stream = reader.stream
+        frozen = stream.frozen
         if stream.ended and not stream.broken:
             outputs = dict(stream.files)
         elif stream.broken:
@@ -564,7 +568,7 @@ def _collected(reader: _Attach) -> tuple[dict[str, bytes], str]:
         log = reader.text()
     if notes:
         log = (log + "\n" if log else "") + "\n".join(notes)
-    return outputs, log
+    return outputs, frozen, log
 
 
 def _close(raw: socket.socket, wrapper: Any) -> None:

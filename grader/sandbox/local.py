@@ -23,7 +23,6 @@ import select
 import shutil
 import signal
 import socket
-import struct
 import subprocess
 import sys
 import threading
@@ -35,6 +34,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from ..errors import SandboxError, SandboxUnavailable
+from ..harness import wire
 from ..paths import expected_cache_dir, harness_parent
 from . import RunResult
 from .bundle import ensure_bundle
@@ -216,9 +216,9 @@ class LocalSandbox:
             raise SandboxUnavailable(
                 "official grading needs Linux namespaces or root: this machine allows neither for the local backend. "
                 "Use --backend docker, run the grader as root, or grade as practice.")
-        job_bytes = job.model_dump_json().encode()
         student_bytes = json.dumps({"chunks": [c.model_dump() for c in chunks]}).encode()
-        if max(len(job_bytes), len(student_bytes)) > MAX_JOB_BYTES:
+        message = wire.pack(job.model_dump(mode="json"), student_bytes, int(deadlines(job)[1]) + 1)
+        if max(wire.HEADER.unpack_from(message)[:3]) > MAX_JOB_BYTES:
             raise SandboxError("the job is too large to send into the sandbox")
         key = self._key(hide)
         with self._lock:
@@ -227,10 +227,8 @@ class LocalSandbox:
         try:
             box = self._take(key)
             try:
-                cpu_s = int(deadlines(job)[1]) + 1
                 try:
-                    _write_all(box.job_fd, struct.pack(">IId", len(job_bytes), len(student_bytes), cpu_s)
-                               + job_bytes + student_bytes)
+                    _write_all(box.job_fd, message)
                 except OSError:
                     pass  # it died while it waited: the stream says what it could
                 killed = _supervise(box.results, box.pidfd, box.control, job)
@@ -252,7 +250,7 @@ class LocalSandbox:
         complete = stream.ended and not stream.broken  # a broken or cut stream gives no outputs at all
         note = f"\n[sandbox] output stream rejected: {stream.broken}" if stream.broken else ""
         return RunResult(dict(stream.files) if complete else {}, log.text() + note, killed,
-                         time.monotonic() - started, isolation=layers)
+                         time.monotonic() - started, isolation=layers, frozen=stream.frozen)
 
     # ---- sandboxes made ready before their job -------------------------------------------------
 

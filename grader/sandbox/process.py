@@ -2,30 +2,18 @@
 
 from __future__ import annotations
 
-import json
 import os
 import select
 import signal
 import sys
 import threading
 import time
-from collections.abc import Sequence
-from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..models import Chunk
     from ..plan import Job
 
 OUTPUT_CAP = 1024 * 1024
-
-
-def write_job(workdir: Path, job: Job, chunks: Sequence[Chunk]) -> None:
-    """The two input files of the harness; the only things besides the bundle that go in."""
-    (workdir / "out").mkdir(parents=True, exist_ok=True)
-    (workdir / "job.json").write_text(job.model_dump_json(), encoding="utf-8")
-    student = {"chunks": [c.model_dump() for c in chunks]}
-    (workdir / "student.json").write_text(json.dumps(student), encoding="utf-8")
 
 
 def deadlines(job: Job) -> tuple[float, float]:

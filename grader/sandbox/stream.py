@@ -1,8 +1,10 @@
 """The framed result stream a sandbox sends the host, parsed as untrusted input.
 
 Records: ``T`` >I json (the self-test, first and only from the local supervisor), ``I`` (imported),
-``F`` >H name >I size data (one output file), ``E`` (the end). Every length is capped, names are
-whitelisted, and anything malformed marks the stream broken (its files are then never written).
+``F`` >H name >I size data (one output file), ``H`` (the visible phase's files are all above:
+``frozen``), ``E`` (the end). Every length is capped, names are whitelisted, and anything malformed
+marks the stream broken (its files are then never written; the frozen ones stay: they were whole
+before the hidden checks' inputs existed, so nothing after them may change what they say).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ class OutputStream:
         self.total = 0
         self.files: dict[str, bytes] = {}
         self.imported = self.ended = False
+        self.frozen: dict[str, bytes] | None = None  # the files sent before ``H``
         self.broken: str | None = None
         self.selftest: dict[str, Any] | None = None
 
@@ -49,6 +52,9 @@ class OutputStream:
             elif kind == 0x45:  # E
                 self.ended = True
                 pos = len(self.buf)
+            elif kind == 0x48 and self.frozen is None:  # H
+                self.frozen = dict(self.files)
+                pos += 1
             elif kind == 0x46:  # F
                 used = self._file(pos)
                 if used == 0:

@@ -112,6 +112,7 @@ def test_hostile_notebook(backend: str, case: attacks.Case, host: Host, tmp_path
             problems.append("the notebook reached the network: " + _find(report, "tt-net-reached"))
         if case.render_check:
             problems += _rendering_problems(report)
+        problems += _reload_problems(report)
     limit = min(case.max_seconds, GRADING_LIMIT_S)
     if attacked.get("seconds", 0.0) > limit:
         problems.append(f"grading took {attacked['seconds']:.1f} s (limit {limit:g} s)")
@@ -152,6 +153,19 @@ def _host_problems(host: Host, tmp_path: Path) -> list[str]:
     if not (host.victim / "keep.txt").exists():
         problems.append(f"the victim directory {host.victim} was deleted")
     return problems
+
+
+def _reload_problems(report: dict[str, Any]) -> list[str]:
+    """A report must load again from the JSON it is stored as (batch store, exports, the service)."""
+    from pydantic import ValidationError
+
+    from grader.models import GradeReport
+
+    try:
+        GradeReport.model_validate_json(GradeReport.model_validate(report).model_dump_json())
+    except ValidationError as e:
+        return [f"the report does not load again from its JSON: {str(e)[:300]}"]
+    return []
 
 
 def _rendering_problems(report: dict[str, Any]) -> list[str]:

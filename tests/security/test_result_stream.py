@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import struct
+from typing import Any
 
 import pytest
 
@@ -94,3 +95,42 @@ def test_many_small_records_over_the_total_cap_break_the_stream() -> None:
 def test_bytes_after_the_end_are_ignored() -> None:
     stream = feed(GOOD_TEST + file_record("import.json", b"{}") + b"E" + file_record("late.json", b"forged"))
     assert stream.ended and set(stream.files) == {"import.json"}
+
+
+def test_the_job_crosses_in_two_parts_and_only_the_second_holds_secrets() -> None:
+    """The part the supervisor reads before it forks the harness has no hidden check and no seed
+    (the harness's memory is a copy of the supervisor's); a visible part with either is refused."""
+    from grader.harness import wire
+
+    checks: list[dict[str, Any]] = [
+        {"id": "shown", "visible": True, "inputs": {"x": 1}},
+        {"id": "secret", "visible": False, "inputs": {"x": 2}},
+        {"id": "unmarked", "inputs": {"x": 3}},
+    ]
+    job = {"module": "m", "seed": 1234567, "numpy_seed": 5, "checks": checks}
+    message = wire.pack(job, b"{}", 7.0)
+    sizes = wire.HEADER.unpack_from(message)
+    first = message[wire.HEADER.size:wire.HEADER.size + sizes[0]]
+    assert b"secret" not in first and b"unmarked" not in first and b"1234567" not in first
+    assert [c["id"] for c in wire.visible_part(first)["checks"]] == ["shown"]
+    rest = json.loads(message[-sizes[2]:])
+    assert [c["id"] for c in rest] == ["secret", "unmarked"]
+    for forged in ({**job, "checks": checks[:1]}, {"checks": checks[1:]}, {"checks": checks[2:]}):
+        with pytest.raises(ValueError):
+            wire.visible_part(json.dumps(forged).encode())
+
+
+@pytest.mark.parametrize("after", [b"", file_record("late.json", b"{}")[:-1], b"X"], ids=["cut", "cut-mid-record", "broken"])
+def test_the_visible_phase_stays_frozen_whatever_follows(after: bytes) -> None:
+    """What the sandbox sent before ``H`` (the visible checks, before the hidden inputs existed) is
+    kept even when the stream is cut or broken afterwards; nothing sent after ``H`` joins it."""
+    before = GOOD_TEST + file_record("import.json", b"{}") + file_record("shown.json", b"[1]") + b"H"
+    stream = feed(before + file_record("secret.json", b"[2]") + after)
+    assert stream.frozen == {"import.json": b"{}", "shown.json": b"[1]"}
+    assert not stream.ended
+    assert (stream.broken is not None) == (after == b"X")
+
+
+def test_a_second_phase_mark_breaks_the_stream_but_not_the_frozen_files() -> None:
+    stream = feed(GOOD_TEST + file_record("a.json", b"1") + b"H" + file_record("b.json", b"2") + b"H" + b"E")
+    assert stream.frozen == {"a.json": b"1"} and stream.broken and not stream.files

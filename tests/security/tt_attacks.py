@@ -463,6 +463,27 @@ def _forged_metadata(ctx: Ctx) -> tuple[str, dict[str, Any]]:
     return "submission.ipynb", notebook
 
 
+# A result record of the student's own check, well-formed but for a duration of NaN or infinity:
+# JSON has neither, so a report holding one would be stored as null and no longer load, and with it
+# the feedback and exports of the whole class.
+FORGE_NON_FINITE = r'''
+def _on_table(table):
+    import os, sys
+    f, check = sys._getframe(1), None
+    while f is not None and check is None:
+        c = f.f_locals.get("check")
+        check = c["id"] if isinstance(c, dict) and "id" in c else None
+        f = f.f_back
+    for name, value in (("sin_pos0", "NaN"), ("sin_values", "1e999")):
+        if check == name:
+            with open(f"out/{name}.json.x", "w") as out:
+                out.write('{"schema": 1, "check": "%s", "status": "error", "duration_ms": %s, '
+                          '"error": {"type": "E", "message": "m", "where": null}}' % (name, value))
+            os.replace(f"out/{name}.json.x", f"out/{name}.json")
+            os._exit(0)
+    return table
+'''
+
 FORGED_CASES = [
     Case("forged-score-lines-on-stdout-and-stderr", with_helpers(FORGE_PRINT), base="buggy"),
     Case("forged-result-files-in-workdir", FORGE_FILES, base="buggy", statuses={GRAD: S("failed", "crashed")}),
@@ -472,6 +493,7 @@ FORGED_CASES = [
          statuses={GRAD: S("error", "failed")}),
     Case("forged-fd-redirection-and-closed-stdio", FORGE_FD, base="buggy"),
     Case("forged-notebook-outputs-and-metadata", build=_forged_metadata, base="buggy"),
+    Case("forged-non-finite-duration-in-a-result", FORGE_NON_FINITE, statuses={SIN: S("crashed")}),
     Case("forged-terminal-escapes-in-feedback", FORGE_ESCAPES, base="buggy", render_check=True,
          build=notebook_with(FORGE_ESCAPES, "buggy", name="tt\x1b[2J\x1b[32mALL PASSED\x1b[0m.ipynb")),
 ]
@@ -1402,11 +1424,104 @@ def _on_import():
     os._exit(0)
 '''
 
+# The harness is forked from the supervisor: whatever the supervisor had read from the host before
+# that fork (even freed) is in the harness's memory too. Found at import, the hidden checks' inputs
+# would go out in the visible checks' feedback.
+HIDDEN_FROM_MEMORY = r'''
+_LEAK = []
+
+
+def _scan_memory():
+    """Our own memory, read in place with ctypes (no copies), for a hidden check's JSON."""
+    import ctypes, re
+    pattern = re.compile(rb'"visible":\s?false')  # this pattern's own text does not match it
+    try:
+        maps = open("/proc/self/maps").read().splitlines()
+    except OSError:
+        return []
+    for line in maps:
+        fields = line.split()
+        if fields[1][:2] != "rw" or (len(fields) > 5 and fields[5].startswith(("/", "[v", "[s"))):
+            continue
+        start, end = (int(x, 16) for x in fields[0].split("-"))
+        if end - start > 512 * 1024 * 1024:
+            continue
+        view = memoryview((ctypes.c_char * (end - start)).from_address(start)).cast("B")
+        found = pattern.search(view)
+        if found:
+            return [bytes(view[max(0, found.start() - 300):found.end() + 100]).decode("latin-1")]
+    return []
+
+
+def _on_import():
+    """At import, long before the visible checks' outputs are frozen: the hidden checks' inputs by
+    the frames above us, the garbage collector, or our own memory."""
+    import sys, gc, json
+    f = sys._getframe()
+    while f is not None:
+        if isinstance(f.f_locals.get("hidden"), list) and f.f_locals["hidden"]:
+            _LEAK.append("frame " + json.dumps(f.f_locals["hidden"])[:300])
+            return
+        f = f.f_back
+    for o in gc.get_objects():
+        if isinstance(o, dict) and o.get("visible") is False and "inputs" in o:
+            _LEAK.append("gc " + json.dumps(o)[:300])
+            return
+    _LEAK.extend("memory " + s for s in _scan_memory())
+
+
+def _on_table(table):
+    if _LEAK:
+        raise RuntimeError("TTLEAK " + _LEAK[0])
+    return table
+'''
+
+# One bit of the hidden phase into visible feedback: sin_pos0's runner tells the parent "done" and
+# dies (no result, no status), then the hidden check's code stops the harness, so the host's
+# deadline ends the run. A visible check without a result must not say "stopped: the whole run took
+# longer" only when the hidden inputs made it so.
+HIDDEN_PHASE_DEADLINE = r'''
+def _check_id():
+    import sys
+    f = sys._getframe(1)
+    while f is not None:
+        c = f.f_locals.get("check")
+        if isinstance(c, dict) and "id" in c:
+            return c["id"]
+        f = f.f_back
+    return None
+
+
+def _on_table(table):
+    import os, stat
+    if _check_id() == "sin_pos0":
+        for fd in sorted(int(x) for x in os.listdir("/proc/self/fd")):
+            try:
+                if fd > 2 and stat.S_ISFIFO(os.fstat(fd).st_mode):
+                    os.write(fd, b"D")
+            except OSError:
+                pass
+        os._exit(0)
+    return table
+
+
+def _on_backward(node, grad_output, grad):
+    import os, signal
+    if _check_id() == "grad_batch" and _CTX.get("harness") == os.getppid():   # hidden: its inputs are here
+        os.kill(os.getppid(), signal.SIGSTOP)
+    return grad
+'''
+
 PHASE_CASES = [
     Case("deadline-forged-import-record-keeps-the-total-bound", FORGED_IMPORT_RECORD,
          statuses={ALL: S("timeout")}, max_seconds=14.0),
     Case("leak-hidden-inputs-into-visible-feedback", HIDDEN_INTO_VISIBLE, statuses={ALL: S("passed")},
          forbidden=r"TTLEAK"),
+    Case("leak-hidden-inputs-from-the-harness-memory-at-import", HIDDEN_FROM_MEMORY, statuses={ALL: S("passed")},
+         forbidden=r"TTLEAK"),
+    Case("leak-hidden-phase-deadline-into-visible-feedback", HIDDEN_PHASE_DEADLINE,
+         statuses={("sin_pos0",): S("crashed"), ("sin_values", "emb_lookup", "grad_accumulate"): S("passed")},
+         max_seconds=14.0),
 ]
 
 # ---- network -------------------------------------------------------------------------------------
