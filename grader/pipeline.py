@@ -16,7 +16,7 @@ from .judge import judge, outcomes
 from .load import LoadLimits
 from .models import CheckResult, ExtractionSummary, GradeReport, StudentModule, shown
 from .paths import expected_cache_dir
-from .plan import Job, plan, submission_seed
+from .plan import Job, plan, submission_seeds
 from .reference import Oracle, oracle_for
 from .rubric import CheckSpec, Rubric, load_rubric
 from .sandbox import Sandbox, Startable, make_sandbox
@@ -85,11 +85,12 @@ class Grader:
         """Grade one file; SubmissionError if it cannot be read at all."""
         intake = read_submission(path, self.rubric.targets, self.limits)
         submission, module = intake.submission, intake.module
-        seed = self.seed if self.seed is not None else submission_seed(submission.sha256, settings().seed_secret)
+        seed, numpy_seed = ((self.seed, None) if self.seed is not None
+                            else submission_seeds(submission.sha256, settings().seed_secret))
         checks = self.rubric.select(self.public_only)
         blocked = outcomes.blocked(module, checks)
         runnable = tuple(c for c in checks if c.id not in blocked)
-        job = plan(self.rubric, runnable, seed)
+        job = plan(self.rubric, runnable, seed, numpy_seed)
         if self.parallel is not None:
             job = job.model_copy(update={"parallel": max(1, self.parallel)})
         results = dict(blocked)

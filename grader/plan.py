@@ -50,10 +50,21 @@ class Job(Record):
 
 def submission_seed(sha256: str, secret: bytes) -> int:
     """A seed the student cannot predict without the course's secret (``GRADER_SEED_SECRET``)."""
-    return int.from_bytes(hmac.new(secret, sha256.encode(), hashlib.sha256).digest()[:4], "big")
+    return submission_seeds(sha256, secret)[0]
 
 
-def plan(rubric: Rubric, checks: tuple[CheckSpec, ...], seed: int) -> Job:
+def submission_seeds(sha256: str, secret: bytes) -> tuple[int, int]:
+    """The submission's seed and its numpy seed, both drawn from the course's secret: the numpy
+    seed, which student code can observe, is no function of the seed (which is only 32 bits, so a
+    function of it could be inverted offline and the hidden inputs rebuilt)."""
+    digest = hmac.new(secret, sha256.encode(), hashlib.sha256).digest()
+    return int.from_bytes(digest[:4], "big"), int.from_bytes(digest[4:8], "big")
+
+
+def plan(rubric: Rubric, checks: tuple[CheckSpec, ...], seed: int, numpy_seed: int | None = None) -> Job:
+    """The job for ``checks``: inputs from ``seed`` (the visible checks' from a public seed).
+    ``numpy_seed`` (default: derived from ``seed``, for a seed given by hand) seeds the sandbox's
+    numpy for unseeded student initialisations."""
     from . import modules
 
     unit = modules.get(rubric.module)
@@ -65,7 +76,8 @@ def plan(rubric: Rubric, checks: tuple[CheckSpec, ...], seed: int) -> Job:
         inputs = probes[check.probe].make_inputs(rng)
         planned.append(PlannedCheck(id=check.id, probe=check.probe, timeout_s=check.timeout_s,
                                     inputs=encode_inputs(inputs), visible=check.public))
-    numpy_seed = int.from_bytes(hashlib.sha256(f"numpy:{seed}".encode()).digest()[:4], "big")
+    if numpy_seed is None:
+        numpy_seed = int.from_bytes(hashlib.sha256(f"numpy:{seed}".encode()).digest()[:4], "big")
     return Job(module=rubric.module, probes=unit.probes_module, seed=seed, numpy_seed=numpy_seed,
                parallel=min(2, os.cpu_count() or 1), import_timeout_s=rubric.import_timeout_s,
                total_timeout_s=rubric.total_timeout_s, checks=tuple(planned))

@@ -10,7 +10,7 @@ import pytest
 
 from grader import modules
 from grader.harness.probes import encode_inputs
-from grader.plan import Job, PlannedCheck, plan, submission_seed
+from grader.plan import Job, PlannedCheck, plan, submission_seed, submission_seeds
 from grader.rubric import Rubric, load_rubric
 
 
@@ -71,6 +71,18 @@ def test_the_job_holds_no_expected_value_and_hides_the_seed_from_numpy(rubric: R
     job = plan(rubric, rubric.checks, 9)
     assert "expected" not in job.model_dump_json()
     assert job.numpy_seed != job.seed and plan(rubric, rubric.checks, 10).numpy_seed != job.numpy_seed
+
+
+def test_the_numpy_seed_student_code_sees_is_no_function_of_the_submission_seed() -> None:
+    """Student code can read numpy's seed; with the course secret it is drawn independently of the
+    32-bit seed behind the hidden inputs, so inverting it offline does not give that seed."""
+    for sha in ("a" * 64, "b" * 64, "c" * 64):
+        seed, numpy_seed = submission_seeds(sha, b"course one")
+        assert seed == submission_seed(sha, b"course one")
+        derived_from_seed = plan(load_rubric(), (), seed).numpy_seed
+        assert numpy_seed != derived_from_seed
+        assert plan(load_rubric(), (), seed, numpy_seed).numpy_seed == numpy_seed
+    assert submission_seeds("a" * 64, b"course one")[1] != submission_seeds("a" * 64, b"course two")[1]
 
 
 def test_the_submission_seed_depends_on_the_file_and_the_course_secret() -> None:
