@@ -246,6 +246,18 @@ def test_a_probe_that_finds_only_a_transposed_table_names_it(message: str, cause
     assert (f"Likely cause: {cause}" in result.message) if cause else "Likely cause" not in result.message
 
 
+def test_the_checks_own_complaint_is_not_presented_as_the_students_message() -> None:
+    spec, inputs = SPECS["layer_scale"], {"vocab": 6, "dim": 2, "max_len": 9}
+    ours = CheckOutput(outcome="error", error=ErrorInfo(type="ProbeError", message="EmbeddingLayer has no forward"))
+    theirs = CheckOutput(outcome="error", error=ErrorInfo(type="ValueError", message="bad ids",
+                                                          where="cell 3, line 4, in forward"))
+    assert "the check could not use what your code offered:\n  > EmbeddingLayer has no forward" in \
+        judge(spec, "layer", inputs, ours, ok()).message
+    student = judge(spec, "layer", inputs, theirs, ok()).message
+    assert "with this message from the code under test:\n  > bad ids" in student
+    assert "could not use" not in student
+
+
 def test_an_output_refused_for_a_transposed_shape_names_the_table() -> None:
     got = CheckOutput(outcome="ok", rejected={"weight": "shape (57, 1160) differs from the expected (1160, 57)"})
     result = judge(SPECS["emb_xavier"], "fresh", {"vocab": 1160, "dim": 57}, got, ok(weight=np.zeros((1160, 57))))

@@ -105,13 +105,19 @@ def _outcome_text(spec: CheckSpec, got: CheckOutput) -> str:
 
 def _raised(got: CheckOutput) -> str:
     """The exception the student's code raised: its class and place on one line, then its message
-    (student text) quoted line by line, so that nothing in it can pass for our own feedback."""
+    (student text) quoted line by line, so that nothing in it can pass for our own feedback.
+
+    A ``ProbeError`` with no place in the student's code is the check's own complaint about what
+    that code offered (a missing method, a tensor of the wrong shape): it is introduced as the
+    check's. It arrives from the sandbox like everything else, so it stays quoted all the same."""
     assert got.error is not None
     error = got.error
     head = one_line(error.type, 80) + (f" ({one_line(error.where, 200)})" if error.where else "")
     if not error.message:
         return head
     quoted = "\n".join(QUOTE + line for line in error.message.splitlines() or [""])
+    if error.type == "ProbeError" and not error.where:
+        return f"{head}: the check could not use what your code offered:\n{quoted}"
     return f"{head}, with this message from the code under test:\n{quoted}"
 
 
