@@ -242,6 +242,38 @@ def test_hostile_submissions_cost_only_their_student(tmp_path: Path) -> None:
     assert again.returncode == 0 and "5 up to date" in again.stdout
 
 
+def test_a_stored_report_that_cannot_be_read_fails_only_that_student_and_is_graded_again(tmp_path: Path) -> None:
+    """A results folder written by another grader version (or damaged): the exports and feedback
+    of the class still come out, that student is listed as not graded, and the next batch regrades it."""
+    import sqlite3
+
+    from grader.batch.store import UNREADABLE
+
+    src = tmp_path / "in"
+    src.mkdir()
+    for name in ("alice", "bob"):
+        shutil.copy(CORRECT, src / f"{name}.ipynb")
+    out = tmp_path / "results"
+    first = subprocess.run([sys.executable, "-m", "grader.cli", "batch", str(src), "--out", str(out)],
+                           capture_output=True, text=True, timeout=300)
+    assert first.returncode == 0, first.stderr
+    with sqlite3.connect(out / SQLiteStore.FILE) as db:  # a duration no report may hold any more
+        (stored,) = db.execute("SELECT report FROM results WHERE student_id = 'bob'").fetchone()
+        report = json.loads(stored)
+        report["checks"][0]["duration_ms"] = float("inf")
+        db.execute("UPDATE results SET report = ? WHERE student_id = 'bob'", (json.dumps(report),))
+    rows = {r.student_id: r for r in SQLiteStore(out).results()}
+    assert rows["alice"].status == "graded" and rows["alice"].score == 100
+    assert (rows["bob"].status, rows["bob"].reason, rows["bob"].report) == ("failed_to_grade", UNREADABLE, None)
+    export = subprocess.run([sys.executable, "-m", "grader.cli", "export", "--format", "canvas", str(out)],
+                            capture_output=True, text=True, timeout=300)
+    assert export.returncode == 0 and "Traceback" not in export.stderr, export.stderr
+    again = subprocess.run([sys.executable, "-m", "grader.cli", "batch", str(src), "--out", str(out)],
+                           capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0 and "1 up to date" in again.stdout, again.stdout
+    assert {r.student_id: r.score for r in SQLiteStore(out).results()} == {"alice": 100, "bob": 100}
+
+
 def test_a_result_holding_text_no_encoder_accepts_is_still_stored(tmp_path: Path) -> None:
     """The last line of defence: student text is made safe where it enters a report, but a lone
     surrogate that got in anyway is escaped, not allowed to stop the class's store and files."""

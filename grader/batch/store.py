@@ -29,6 +29,8 @@ if TYPE_CHECKING:  # SQLAlchemy loads with the first store: StoredResult alone (
     from ..service.database import Database
 
 ResultStatus = Literal["graded", "invalid", "failed_to_grade"]
+UNREADABLE = ("its stored report cannot be read (written by another version of the grader, or damaged); "
+              "run `grader batch` again to grade it anew")
 
 
 @dataclass(frozen=True)
@@ -133,17 +135,28 @@ class SQLiteStore:
             session.execute(statement.on_conflict_do_update(index_elements=[BatchResult.student_id], set_=row))
 
     def results(self) -> Iterator[StoredResult]:
-        """Every stored result, by student id."""
-        from sqlalchemy import select
+        """Every stored result, by student id. A row whose report cannot be read fails only that
+        student (``failed_to_grade``, ``UNREADABLE``) and is graded again by the next batch."""
+        from sqlalchemy import select, update
 
         from ..service.tables import BatchResult
 
         with self._lock, self._db.session() as session:
             rows = session.scalars(select(BatchResult).order_by(BatchResult.student_id)).all()
+        unreadable = []
         for r in rows:
+            try:
+                report = GradeReport.model_validate_json(r.report) if r.report else None
+            except ValueError:  # written by another grader version, or damaged: this student only
+                unreadable.append(r.student_id)
+                yield StoredResult(r.student_id, "", r.sha256, r.file_name, r.name, r.email, r.submitted_at,
+                                   "failed_to_grade", UNREADABLE, None, None, None, r.graded_at)
+                continue
             yield StoredResult(r.student_id, r.cache_key, r.sha256, r.file_name, r.name, r.email, r.submitted_at,
-                               cast(ResultStatus, r.status), r.reason, r.score, r.max_score,
-                               GradeReport.model_validate_json(r.report) if r.report else None, r.graded_at)
+                               cast(ResultStatus, r.status), r.reason, r.score, r.max_score, report, r.graded_at)
+        if unreadable:  # no longer up to date: the next batch grades them again
+            with self._lock, self._db.session() as session:
+                session.execute(update(BatchResult).where(BatchResult.student_id.in_(unreadable)).values(cache_key=""))
 
     def set_meta(self, key: str, value: str) -> None:
         from sqlalchemy.dialects.sqlite import insert
