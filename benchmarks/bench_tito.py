@@ -121,6 +121,7 @@ def main() -> None:
     timed(tito(cases[0][0], "test", "--module", "embeddings"), cases[0][0], with_checkout(env, cases[0][0]))
     time.sleep(1.5)  # the shared cache is made and its daemon started
     cold_env = {**env, "GRADER_NO_DAEMON": "1"}
+    floor_env = {**env, "OPENBLAS_NUM_THREADS": "1"}  # one BLAS thread, as in the sandbox
     cold_s: list[float] = []
     floor_s: list[float] = []
     direct_s: list[float] = []
@@ -128,7 +129,7 @@ def main() -> None:
     grade_s: list[float] = []
     for _ in range(args.repeat):  # interleaved, so all of them see the same machine load
         for co, job_dir in cases:
-            floor_s.append(timed(floor_command(job_dir), co, env))
+            floor_s.append(timed(floor_command(job_dir), co, floor_env))
             direct_s.append(timed(tito(co, "test", "--module", "embeddings"), co, with_checkout(env, co)))
             routed_s.append(timed(tito(co, "--verbose", "test", "--module", "embeddings"), co, with_checkout(env, co)))
             grade_s.append(timed(grade, co, env))
