@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -12,11 +13,19 @@ if str(ROOT) not in sys.path:
 
 from grader.extract import extract  # noqa: E402
 from grader.load import load_submission  # noqa: E402
-from grader.plan import plan, submission_seed  # noqa: E402
+from grader.models import Chunk  # noqa: E402
+from grader.plan import Job, plan, submission_seed  # noqa: E402
 from grader.rubric import CheckSpec, load_rubric  # noqa: E402
 from grader.sandbox.bundle import ensure_bundle  # noqa: E402
-from grader.sandbox.process import write_job  # noqa: E402
 from grader.settings import settings  # noqa: E402
+
+
+def write_job(job_dir: Path, job: Job, chunks: Sequence[Chunk]) -> None:
+    """The floor's two input files (benchmarks/floor.py): the whole job, every check's inputs, and
+    the student's code chunks."""
+    job_dir.mkdir(parents=True, exist_ok=True)
+    (job_dir / "job.json").write_text(job.model_dump_json(), encoding="utf-8")
+    (job_dir / "student.json").write_text(json.dumps({"chunks": [c.model_dump() for c in chunks]}), encoding="utf-8")
 
 
 def floor_jobs(files: Sequence[Path], work: Path, checks: Sequence[CheckSpec] | None = None) -> list[Path]:
