@@ -127,11 +127,18 @@ def test_the_spec_seed_row_counts_are_compared() -> None:
     assert result.status == "failed" and "nonzero_rows_second: expected 2, got 1" in result.message
 
 
-def test_a_backward_that_never_reaches_the_weights_says_so() -> None:
-    inputs, got, exp = sparse_case("no gradient: .grad is still None after backward()")
+@pytest.mark.parametrize(("in_graph", "cause"), [
+    pytest.param(False, "the gradient never reached the weights", id="no-graph"),
+    pytest.param(True, "the output is in the graph (it has a _grad_fn), but its backward gave the weight no gradient",
+                 id="node-gave-none"),
+])
+def test_a_backward_that_never_reaches_the_weights_says_why(in_graph: bool, cause: str) -> None:
+    missing = "no gradient: .grad is still None after backward()" + (", although the output has a _grad_fn"
+                                                                      if in_graph else "")
+    inputs, got, exp = sparse_case(missing)
     result = judge(SPECS["grad_sparse"], "backward", inputs, got, exp)
     assert result.status == "failed"
-    assert "Likely cause: the gradient never reached the weights" in result.message
+    assert f"Likely cause: {cause}" in result.message
 
 
 def test_averaging_repeated_tokens_is_diagnosed_as_a_mean() -> None:

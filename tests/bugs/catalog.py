@@ -240,6 +240,11 @@ BUGS = (
          "grad_batch", "layer_defaults", "layer_sin_values_visible", "layer_sin_values", "layer_scale"),
         "the embedding table is stored transposed, as (embed_dim, vocab_size) = (2, 4)",
         "The embedding table is created as (embed_dim, vocab_size), one column per token, and read through .T."),
+    Bug("bug_newer_backward_grad_for_indices", NEWER,
+        (("        return (grad_weight,)\n", "        return (None, grad_weight)  # (indices, weight)\n"),),
+        ("grad_accumulate", "grad_sparse", "grad_batch_visible", "grad_batch", "emb_large_ids"),
+        "its backward gave the weight no gradient",
+        "Newer generation: backward returns (None, grad_weight), as if the ids were a first input, so the weight gets None."),
 )
 
 

@@ -206,7 +206,7 @@ def _read_rows(ids: np.ndarray, dtype: str, vocab: int) -> np.ndarray | None:
     return cast % vocab
 
 
-def emb_large_ids(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
+def emb_large_ids(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause | None:
     ids, vocab, dim = i["ids"], i["vocab"], i["dim"]
     table = large_table(vocab, dim)
     rows = got.arrays.get("rows")
@@ -228,7 +228,14 @@ def emb_large_ids(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
             if _same(grad, full[ids.astype(int)]):
                 return (f"the forward is right, but the backward casts the ids to {dtype}, which wraps at "
                         f"{_wrap(dtype)}: cast with astype(int) or np.int64")
-    return gradient_scale(got, exp, {"grad_rows": ids.size}) if _same(rows, table[ids.astype(int)]) else None
+    if not _same(rows, table[ids.astype(int)]):
+        return None
+    failed = got.facts.get("grad_rows")
+    if isinstance(failed, str) and failed.startswith("no gradient"):
+        return Cause("the lookup is right, but no gradient reached the weights", "grad_accumulate")
+    if isinstance(failed, str) and failed.startswith("raised"):
+        return f"the lookup is right, but the backward of these ids {failed}"
+    return gradient_scale(got, exp, {"grad_rows": ids.size})
 
 
 def _wrap(dtype: str) -> str:

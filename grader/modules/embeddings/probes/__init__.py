@@ -168,6 +168,7 @@ def _emb_xavier_run(ns: Namespace, i: Inputs) -> Outputs:
 
 
 NO_GRADIENT = "no gradient: .grad is still None after backward()"
+IN_GRAPH = ", although the output has a _grad_fn"  # the node ran, but gave the weight no gradient
 
 
 def _backward(ns: Namespace, weight: np.ndarray, ids: np.ndarray, upstream: np.ndarray) -> np.ndarray | str:
@@ -178,7 +179,10 @@ def _backward(ns: Namespace, weight: np.ndarray, ids: np.ndarray, upstream: np.n
     out = emb(T(ids))
     out.backward(upstream.copy())
     grad = grad_of(param, "weight")
-    return grad if grad is not None else NO_GRADIENT
+    if grad is not None:
+        return grad
+    in_graph = getattr(out, "requires_grad", False) is True and getattr(out, "_grad_fn", None) is not None
+    return NO_GRADIENT + (IN_GRAPH if in_graph else "")
 
 
 # k/16 * (1 + 2^-12) = k * 4097 / 2^16: 13 to 20 significant bits, exact in float32 (24) and in
