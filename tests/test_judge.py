@@ -238,6 +238,33 @@ def test_an_accepted_bad_id_is_explained_by_the_row_it_read(rows: tuple[int | No
     assert ("clamped" in result.message) == (rows[0] is not None)
 
 
+def test_an_embedding_that_rejects_every_id_is_not_blamed_on_an_off_by_one() -> None:
+    """ids required to have an integer dtype: every float32 Tensor of ids is refused, the last valid id too."""
+    refused: dict[str, Any] = {"id_equal_vocab": "ValueError", "id_minus_one": "ValueError", "id_last_valid": "none",
+                               "mixed_negative": "ValueError", "mixed_too_big": "ValueError",
+                               "batch_too_big": "ValueError", "aux_id_zero": "none"}
+    every = {**refused, "id_last_valid": "ValueError", "aux_id_zero": "ValueError"}
+    got, exp = CheckOutput(outcome="ok", facts=every), CheckOutput(outcome="ok", facts=refused)
+    result = judge(SPECS["emb_index_error"], "ids", {"vocab": 10, "dim": 2}, got, exp)
+    assert result.status == "failed"
+    assert "Likely cause: even id 0 raised ValueError" in result.message and "(see emb_lookup" in result.message
+    assert "valid ids are 0..vocab_size-1" not in result.message
+
+
+@pytest.mark.parametrize(("one_token", "cause"), [
+    pytest.param("none", "exactly max_seq_len tokens were rejected: compare with >, not >=", id="off-by-one"),
+    pytest.param("ValueError", "the layer raised ValueError even for a single token", id="layer-broken"),
+])
+def test_a_sinusoidal_layer_rejecting_max_seq_len_tokens_is_told_apart_from_a_broken_layer(
+        one_token: str, cause: str) -> None:
+    right: dict[str, Any] = {"too_long": "ValueError", "at_max": "none", "aux_takes_start_pos": ["EmbeddingLayer.forward"],
+             "aux_one_token": "none"}
+    got = CheckOutput(outcome="ok", facts={**right, "at_max": "ValueError", "aux_one_token": one_token})
+    result = judge(SPECS["layer_sin_too_long"], "layer", {"vocab": 20, "dim": 2, "max_len": 6}, got,
+                   CheckOutput(outcome="ok", facts=right))
+    assert result.status == "failed" and f"Likely cause: {cause}" in result.message
+
+
 @pytest.mark.parametrize(("message", "cause"), [
     pytest.param("Embedding(4, 2).parameters() has no tensor of shape (4, 2) (found [(2, 4)])",
                  "the embedding table is stored transposed, as (embed_dim, vocab_size) = (2, 4)", id="embedding"),

@@ -92,7 +92,10 @@ def emb_params(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
     return None
 
 
-def emb_index_error(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
+def emb_index_error(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause | None:
+    zero = got.facts.get("aux_id_zero")
+    if zero not in ("none", None) and got.facts.get("id_last_valid") not in ("none", None):
+        return Cause(f"even id 0 raised {zero}: the lookup rejects valid ids, not only the bad ones", "emb_lookup")
     causes = []
     at_v, neg, last = got.facts.get("id_equal_vocab"), got.facts.get("id_minus_one"), got.facts.get("id_last_valid")
     v = i["vocab"]

@@ -170,7 +170,12 @@ def layer_start_pos(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Caus
 
 
 def _upstream_lookup(got: CheckOutput, i: Inputs, layer_of: Any, *outputs: str) -> Cause | None:
-    """The layer's outputs are right for the student's own (wrong) Embedding lookup."""
+    """The layer's outputs are right for the student's own (wrong) Embedding lookup, or fail as it does."""
+    failed = got.facts.get("aux_lookup")
+    if (isinstance(failed, str) and failed.startswith("raised")
+            and all(str(got.facts.get(name, "")).startswith("raised") for name in outputs)):
+        return Cause(f"your Embedding itself {failed} on these valid token ids, so the layer cannot work",
+                     "emb_lookup")
     own = got.arrays.get("aux_lookup")
     tok = i["weight"][i["tokens"].astype(int)]
     if own is None or own.shape != tok.shape or _same(own, tok):
@@ -228,6 +233,9 @@ def emb_large_ids(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause 
             if _same(grad, full[ids.astype(int)]):
                 return (f"the forward is right, but the backward casts the ids to {dtype}, which wraps at "
                         f"{_wrap(dtype)}: cast with astype(int) or np.int64")
+    looked_up = got.facts.get("rows")
+    if isinstance(looked_up, str) and looked_up.startswith("raised"):
+        return f"the lookup of these valid ids {looked_up}"
     if not _same(rows, table[ids.astype(int)]):
         return None
     failed = got.facts.get("grad_rows")
@@ -328,8 +336,12 @@ def pe_bad_shape(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
 # ---- EmbeddingLayer ------------------------------------------------------------------------
 
 
-def layer_sin_too_long(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
+def layer_sin_too_long(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause | None:
     too_long, at_max = got.facts.get("too_long"), got.facts.get("at_max")
+    one = got.facts.get("aux_one_token")
+    if at_max not in ("none", None) and one not in ("none", None):
+        return Cause(f"the layer raised {one} even for a single token: what fails is not the length check but the "
+                     "layer itself", "layer_modes")
     if at_max == OWN:
         return "exactly max_seq_len tokens were rejected: compare with >, not >="
     if _foreign(at_max):

@@ -129,6 +129,7 @@ def _emb_index_error_run(ns: Namespace, i: Inputs) -> Outputs:
         "mixed_negative": raised(lambda: emb(T([-1.0, 2.0]))),
         "mixed_too_big": raised(lambda: emb(T([1.0, v]))),
         "batch_too_big": raised(lambda: emb(T([[0.0, 1.0], [v - 1, v]]))),
+        "aux_id_zero": raised(lambda: emb(T([0.0]))),
         "aux_row_of_vocab": _row_read(emb, v, i),
         "aux_row_of_minus_one": _row_read(emb, -1.0, i),
     }
