@@ -245,6 +245,16 @@ BUGS = (
         ("grad_accumulate", "grad_sparse", "grad_batch_visible", "grad_batch", "emb_large_ids"),
         "its backward gave the weight no gradient",
         "Newer generation: backward returns (None, grad_weight), as if the ids were a first input, so the weight gets None."),
+    Bug("bug_newer_sin_float16", NEWER,
+        (("    pe = np.zeros((max_seq_len, embed_dim), dtype=np.float32)\n",
+          "    pe = np.zeros((max_seq_len, embed_dim), dtype=np.float16)  # half the memory\n"),),
+        ("sin_values", "layer_sin_values_visible", "layer_sin_values", "layer_start_pos"), "float16 precision only",
+        "Newer generation: the sinusoid table is filled in a float16 array, so its values keep only 11 bits."),
+    Bug("bug_newer_pe_rewrapped", NEWER,
+        (("        return x + window.reshape(1, seq_len, embed_dim)\n",
+          "        return x + Tensor(window.data.reshape(1, seq_len, embed_dim))\n"),),
+        ("pe_grad", "pe_start_pos"), "the gradient never reached position_embeddings",
+        "Newer generation: PositionalEncoding rewraps the window's data in a new Tensor, so no gradient reaches the table."),
 )
 
 

@@ -332,6 +332,10 @@ def sin_values(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
             variant = _sinusoid(i["max_len"], dim, **kwargs)
             if table.shape == right.shape and not _same(variant, right) and _same(table, variant):
                 return cause
+    for name, table in got.arrays.items():
+        if _half_precision(table, _sinusoid(i["max_len"], int(name.rsplit("_d", 1)[1]))):
+            return ("the values are right to float16 precision only (every value is a float16 number): compute and "
+                    "store the table in float32 (or float64)")
     for name, reason in got.rejected.items():
         if "shape" in reason and name.endswith(tuple(f"_d{d}" for d in i["dims"] if d % 2)):
             return "odd embed_dim is not handled: the table must have exactly D columns (drop the last cos)"

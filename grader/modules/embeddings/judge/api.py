@@ -97,7 +97,7 @@ def _end_causes(got: CheckOutput, at_end: str, past_end: str) -> str | None:
     return None
 
 
-def pe_start_pos(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
+def pe_start_pos(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause | None:
     x, table, s = i["x"], i["table"], i["start"]
     seq = x.shape[1]
     at_start, at_zero = x + table[s:s + seq], x + table[:seq]
@@ -111,6 +111,8 @@ def pe_start_pos(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
     cause = _window_placement(got, ("forward_shifted", "call_shifted"), x, table, s)
     if cause:
         return cause
+    if str(got.facts.get("grad_shifted", "")).startswith("no gradient"):
+        return Cause("the rows added are right, but no gradient reached position_embeddings", "pe_grad")
     grad, g = got.arrays.get("grad_shifted"), i["upstream"].sum(axis=0)
     shifted_to_zero = np.zeros_like(table)
     shifted_to_zero[:seq] = g
