@@ -127,11 +127,18 @@ def test_the_spec_seed_row_counts_are_compared() -> None:
     assert result.status == "failed" and "nonzero_rows_second: expected 2, got 1" in result.message
 
 
-def test_a_backward_that_never_reaches_the_weights_says_so() -> None:
-    inputs, got, exp = sparse_case("no gradient: .grad is still None after backward()")
+@pytest.mark.parametrize(("in_graph", "cause"), [
+    pytest.param(False, "the gradient never reached the weights", id="no-graph"),
+    pytest.param(True, "the output is in the graph (it has a _grad_fn), but its backward gave the weight no gradient",
+                 id="node-gave-none"),
+])
+def test_a_backward_that_never_reaches_the_weights_says_why(in_graph: bool, cause: str) -> None:
+    missing = "no gradient: .grad is still None after backward()" + (", although the output has a _grad_fn"
+                                                                      if in_graph else "")
+    inputs, got, exp = sparse_case(missing)
     result = judge(SPECS["grad_sparse"], "backward", inputs, got, exp)
     assert result.status == "failed"
-    assert "Likely cause: the gradient never reached the weights" in result.message
+    assert f"Likely cause: {cause}" in result.message
 
 
 def test_averaging_repeated_tokens_is_diagnosed_as_a_mean() -> None:
@@ -229,6 +236,33 @@ def test_an_accepted_bad_id_is_explained_by_the_row_it_read(rows: tuple[int | No
     result = judge(SPECS["emb_index_error"], "ids", {"vocab": 10, "dim": 2}, got, exp)
     assert result.status == "failed" and f"Likely cause: {cause}" in result.message
     assert ("clamped" in result.message) == (rows[0] is not None)
+
+
+def test_an_embedding_that_rejects_every_id_is_not_blamed_on_an_off_by_one() -> None:
+    """ids required to have an integer dtype: every float32 Tensor of ids is refused, the last valid id too."""
+    refused: dict[str, Any] = {"id_equal_vocab": "ValueError", "id_minus_one": "ValueError", "id_last_valid": "none",
+                               "mixed_negative": "ValueError", "mixed_too_big": "ValueError",
+                               "batch_too_big": "ValueError", "aux_id_zero": "none"}
+    every = {**refused, "id_last_valid": "ValueError", "aux_id_zero": "ValueError"}
+    got, exp = CheckOutput(outcome="ok", facts=every), CheckOutput(outcome="ok", facts=refused)
+    result = judge(SPECS["emb_index_error"], "ids", {"vocab": 10, "dim": 2}, got, exp)
+    assert result.status == "failed"
+    assert "Likely cause: even id 0 raised ValueError" in result.message and "(see emb_lookup" in result.message
+    assert "valid ids are 0..vocab_size-1" not in result.message
+
+
+@pytest.mark.parametrize(("one_token", "cause"), [
+    pytest.param("none", "exactly max_seq_len tokens were rejected: compare with >, not >=", id="off-by-one"),
+    pytest.param("ValueError", "the layer raised ValueError even for a single token", id="layer-broken"),
+])
+def test_a_sinusoidal_layer_rejecting_max_seq_len_tokens_is_told_apart_from_a_broken_layer(
+        one_token: str, cause: str) -> None:
+    right: dict[str, Any] = {"too_long": "ValueError", "at_max": "none", "aux_takes_start_pos": ["EmbeddingLayer.forward"],
+             "aux_one_token": "none"}
+    got = CheckOutput(outcome="ok", facts={**right, "at_max": "ValueError", "aux_one_token": one_token})
+    result = judge(SPECS["layer_sin_too_long"], "layer", {"vocab": 20, "dim": 2, "max_len": 6}, got,
+                   CheckOutput(outcome="ok", facts=right))
+    assert result.status == "failed" and f"Likely cause: {cause}" in result.message
 
 
 @pytest.mark.parametrize(("message", "cause"), [

@@ -240,6 +240,21 @@ BUGS = (
          "grad_batch", "layer_defaults", "layer_sin_values_visible", "layer_sin_values", "layer_scale"),
         "the embedding table is stored transposed, as (embed_dim, vocab_size) = (2, 4)",
         "The embedding table is created as (embed_dim, vocab_size), one column per token, and read through .T."),
+    Bug("bug_newer_backward_grad_for_indices", NEWER,
+        (("        return (grad_weight,)\n", "        return (None, grad_weight)  # (indices, weight)\n"),),
+        ("grad_accumulate", "grad_sparse", "grad_batch_visible", "grad_batch", "emb_large_ids"),
+        "its backward gave the weight no gradient",
+        "Newer generation: backward returns (None, grad_weight), as if the ids were a first input, so the weight gets None."),
+    Bug("bug_newer_sin_float16", NEWER,
+        (("    pe = np.zeros((max_seq_len, embed_dim), dtype=np.float32)\n",
+          "    pe = np.zeros((max_seq_len, embed_dim), dtype=np.float16)  # half the memory\n"),),
+        ("sin_values", "layer_sin_values_visible", "layer_sin_values", "layer_start_pos"), "float16 precision only",
+        "Newer generation: the sinusoid table is filled in a float16 array, so its values keep only 11 bits."),
+    Bug("bug_newer_pe_rewrapped", NEWER,
+        (("        return x + window.reshape(1, seq_len, embed_dim)\n",
+          "        return x + Tensor(window.data.reshape(1, seq_len, embed_dim))\n"),),
+        ("pe_grad", "pe_start_pos"), "the gradient never reached position_embeddings",
+        "Newer generation: PositionalEncoding rewraps the window's data in a new Tensor, so no gradient reaches the table."),
 )
 
 

@@ -15,6 +15,7 @@ import numpy as np
 from ....channel import CheckOutput
 from ....judge import uniform
 from ....judge.compare import Cause, Diagnosis, Mismatch, close
+from ..probes import IN_GRAPH
 from . import api as embeddings_api
 from . import layout, scale
 
@@ -31,8 +32,18 @@ def _same(a: np.ndarray | None, b: np.ndarray) -> bool:
     return a is not None and a.shape == b.shape and bool(close(a, b, 1e-6, 1e-6).all())
 
 
-def _no_gradient(got: CheckOutput) -> bool:
-    return any(isinstance(v, str) and v.startswith("no gradient") for v in got.facts.values())
+NODE_GAVE_NONE_CAUSE = ("the output is in the graph (it has a _grad_fn), but its backward gave the weight no "
+                        "gradient: backward returns one gradient per input, in the inputs' order, and the weight "
+                        "is the only input (the ids are a keyword attribute, not an input), so return "
+                        "(grad_weight,)")
+
+
+def _no_gradient(got: CheckOutput) -> str | None:
+    """Why no gradient reached the weight, when none did."""
+    found = [v for v in got.facts.values() if isinstance(v, str) and v.startswith("no gradient")]
+    if not found:
+        return None
+    return NODE_GAVE_NONE_CAUSE if all(v.endswith(IN_GRAPH) for v in found) else NO_GRAD_CAUSE
 
 
 def emb_shape(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
@@ -81,7 +92,10 @@ def emb_params(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
     return None
 
 
-def emb_index_error(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
+def emb_index_error(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause | None:
+    zero = got.facts.get("aux_id_zero")
+    if zero not in ("none", None) and got.facts.get("id_last_valid") not in ("none", None):
+        return Cause(f"even id 0 raised {zero}: the lookup rejects valid ids, not only the bad ones", "emb_lookup")
     causes = []
     at_v, neg, last = got.facts.get("id_equal_vocab"), got.facts.get("id_minus_one"), got.facts.get("id_last_valid")
     v = i["vocab"]
@@ -112,8 +126,8 @@ def emb_index_error(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None
 
 
 def grad_accumulate(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
-    if _no_gradient(got):
-        return NO_GRAD_CAUSE
+    if no_gradient := _no_gradient(got):
+        return no_gradient
     scaled = scale.gradient_scale(got, exp, {"seed_grad": 2, "grad": 3})  # before row 0 alone, which a scale fools
     if scaled:
         return scaled
@@ -144,8 +158,8 @@ def _half_precision(got: np.ndarray, expected: np.ndarray | None) -> bool:
 
 
 def grad_sparse(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
-    if _no_gradient(got):
-        return NO_GRAD_CAUSE
+    if no_gradient := _no_gradient(got):
+        return no_gradient
     grad = _arr(got, "grad")
     if grad is not None:
         unused = np.setdiff1d(np.arange(i["vocab"]), i["ids"].astype(int))
@@ -177,8 +191,8 @@ def _shared_gradient(got: CheckOutput, exp: CheckOutput) -> str | None:
 
 
 def grad_batch(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
-    if _no_gradient(got):
-        return NO_GRAD_CAUSE
+    if no_gradient := _no_gradient(got):
+        return no_gradient
     grad = _arr(got, "grad")
     if grad is None:
         return None
@@ -318,6 +332,10 @@ def sin_values(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
             variant = _sinusoid(i["max_len"], dim, **kwargs)
             if table.shape == right.shape and not _same(variant, right) and _same(table, variant):
                 return cause
+    for name, table in got.arrays.items():
+        if _half_precision(table, _sinusoid(i["max_len"], int(name.rsplit("_d", 1)[1]))):
+            return ("the values are right to float16 precision only (every value is a float16 number): compute and "
+                    "store the table in float32 (or float64)")
     for name, reason in got.rejected.items():
         if "shape" in reason and name.endswith(tuple(f"_d{d}" for d in i["dims"] if d % 2)):
             return "odd embed_dim is not handled: the table must have exactly D columns (drop the last cos)"

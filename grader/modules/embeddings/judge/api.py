@@ -97,7 +97,7 @@ def _end_causes(got: CheckOutput, at_end: str, past_end: str) -> str | None:
     return None
 
 
-def pe_start_pos(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
+def pe_start_pos(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause | None:
     x, table, s = i["x"], i["table"], i["start"]
     seq = x.shape[1]
     at_start, at_zero = x + table[s:s + seq], x + table[:seq]
@@ -111,6 +111,8 @@ def pe_start_pos(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
     cause = _window_placement(got, ("forward_shifted", "call_shifted"), x, table, s)
     if cause:
         return cause
+    if str(got.facts.get("grad_shifted", "")).startswith("no gradient"):
+        return Cause("the rows added are right, but no gradient reached position_embeddings", "pe_grad")
     grad, g = got.arrays.get("grad_shifted"), i["upstream"].sum(axis=0)
     shifted_to_zero = np.zeros_like(table)
     shifted_to_zero[:seq] = g
@@ -170,7 +172,12 @@ def layer_start_pos(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Caus
 
 
 def _upstream_lookup(got: CheckOutput, i: Inputs, layer_of: Any, *outputs: str) -> Cause | None:
-    """The layer's outputs are right for the student's own (wrong) Embedding lookup."""
+    """The layer's outputs are right for the student's own (wrong) Embedding lookup, or fail as it does."""
+    failed = got.facts.get("aux_lookup")
+    if (isinstance(failed, str) and failed.startswith("raised")
+            and all(str(got.facts.get(name, "")).startswith("raised") for name in outputs)):
+        return Cause(f"your Embedding itself {failed} on these valid token ids, so the layer cannot work",
+                     "emb_lookup")
     own = got.arrays.get("aux_lookup")
     tok = i["weight"][i["tokens"].astype(int)]
     if own is None or own.shape != tok.shape or _same(own, tok):
@@ -206,7 +213,7 @@ def _read_rows(ids: np.ndarray, dtype: str, vocab: int) -> np.ndarray | None:
     return cast % vocab
 
 
-def emb_large_ids(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
+def emb_large_ids(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause | None:
     ids, vocab, dim = i["ids"], i["vocab"], i["dim"]
     table = large_table(vocab, dim)
     rows = got.arrays.get("rows")
@@ -228,7 +235,17 @@ def emb_large_ids(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
             if _same(grad, full[ids.astype(int)]):
                 return (f"the forward is right, but the backward casts the ids to {dtype}, which wraps at "
                         f"{_wrap(dtype)}: cast with astype(int) or np.int64")
-    return gradient_scale(got, exp, {"grad_rows": ids.size}) if _same(rows, table[ids.astype(int)]) else None
+    looked_up = got.facts.get("rows")
+    if isinstance(looked_up, str) and looked_up.startswith("raised"):
+        return f"the lookup of these valid ids {looked_up}"
+    if not _same(rows, table[ids.astype(int)]):
+        return None
+    failed = got.facts.get("grad_rows")
+    if isinstance(failed, str) and failed.startswith("no gradient"):
+        return Cause("the lookup is right, but no gradient reached the weights", "grad_accumulate")
+    if isinstance(failed, str) and failed.startswith("raised"):
+        return f"the lookup is right, but the backward of these ids {failed}"
+    return gradient_scale(got, exp, {"grad_rows": ids.size})
 
 
 def _wrap(dtype: str) -> str:
@@ -321,8 +338,12 @@ def pe_bad_shape(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
 # ---- EmbeddingLayer ------------------------------------------------------------------------
 
 
-def layer_sin_too_long(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
+def layer_sin_too_long(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause | None:
     too_long, at_max = got.facts.get("too_long"), got.facts.get("at_max")
+    one = got.facts.get("aux_one_token")
+    if at_max not in ("none", None) and one not in ("none", None):
+        return Cause(f"the layer raised {one} even for a single token: what fails is not the length check but the "
+                     "layer itself", "layer_modes")
     if at_max == OWN:
         return "exactly max_seq_len tokens were rejected: compare with >, not >="
     if _foreign(at_max):

@@ -129,6 +129,7 @@ def _emb_index_error_run(ns: Namespace, i: Inputs) -> Outputs:
         "mixed_negative": raised(lambda: emb(T([-1.0, 2.0]))),
         "mixed_too_big": raised(lambda: emb(T([1.0, v]))),
         "batch_too_big": raised(lambda: emb(T([[0.0, 1.0], [v - 1, v]]))),
+        "aux_id_zero": raised(lambda: emb(T([0.0]))),
         "aux_row_of_vocab": _row_read(emb, v, i),
         "aux_row_of_minus_one": _row_read(emb, -1.0, i),
     }
@@ -168,6 +169,7 @@ def _emb_xavier_run(ns: Namespace, i: Inputs) -> Outputs:
 
 
 NO_GRADIENT = "no gradient: .grad is still None after backward()"
+IN_GRAPH = ", although the output has a _grad_fn"  # the node ran, but gave the weight no gradient
 
 
 def _backward(ns: Namespace, weight: np.ndarray, ids: np.ndarray, upstream: np.ndarray) -> np.ndarray | str:
@@ -178,7 +180,10 @@ def _backward(ns: Namespace, weight: np.ndarray, ids: np.ndarray, upstream: np.n
     out = emb(T(ids))
     out.backward(upstream.copy())
     grad = grad_of(param, "weight")
-    return grad if grad is not None else NO_GRADIENT
+    if grad is not None:
+        return grad
+    in_graph = getattr(out, "requires_grad", False) is True and getattr(out, "_grad_fn", None) is not None
+    return NO_GRADIENT + (IN_GRAPH if in_graph else "")
 
 
 # k/16 * (1 + 2^-12) = k * 4097 / 2^16: 13 to 20 significant bits, exact in float32 (24) and in

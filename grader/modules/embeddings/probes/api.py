@@ -384,7 +384,7 @@ def _layer_too_long_run(ns: Namespace, i: Inputs) -> Outputs:
     if not found:  # the older course's own solution lets numpy's failed addition raise the ValueError
         too_long = too_long.replace(FOREIGN, "")
     return {"too_long": too_long, "at_max": raised(lambda: layer(T(np.zeros((2, m))))),
-            "aux_takes_start_pos": found}
+            "aux_takes_start_pos": found, "aux_one_token": raised(lambda: layer(T(np.zeros((2, 1)))))}
 
 
 DEFAULT_MAX_SEQ_LEN = 512
