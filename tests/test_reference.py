@@ -164,3 +164,26 @@ def test_a_session_with_a_local_sandbox_forks_its_reference_worker_from_the_zygo
     except (FileNotFoundError, ProcessLookupError):
         state = "gone"
     assert state in ("gone", "Z", "X")
+
+
+def test_an_uncached_oracle_computes_every_output_whatever_the_cache_holds(rubric: Rubric) -> None:
+    """What the student package ships (``grader.dist refresh``) never comes from an earlier run's
+    cache entry, whose unseeded draws depend on the numpy seed that computed it first."""
+    job = visible_job(rubric, seed=1)
+    cached = ReferenceOracle("embeddings")
+    try:
+        first = cached.expected(job)
+    finally:
+        cached.close()
+    (entry,) = [p for p in expected_cache_dir().iterdir() if not p.name.startswith(".")]
+    check = next(c.id for c in job.checks if first[c.id].arrays)
+    name = sorted(first[check].arrays)[0]
+    np.save(entry / "out" / check / f"{name}.npy", np.full_like(first[check].arrays[name], 7.0))
+    for use_cache, expected_sevens in ((True, True), (False, False)):
+        oracle = ReferenceOracle("embeddings", cached=use_cache)
+        try:
+            got = oracle.expected(job)[check].arrays[name]
+        finally:
+            oracle.close()
+        assert bool(np.all(got == 7.0)) is expected_sevens
+    assert cached_jobs() == 1  # the uncached oracle left nothing behind
