@@ -489,3 +489,24 @@ def test_no_grad_records_nothing() -> None:
     with no_grad():
         y = x * 2
     assert y.requires_grad is False and y._grad_fn is None
+
+
+class _BareGather(_Gather):
+    """The same node, its backward returning the gradient array itself, not a one-element tuple."""
+
+    def backward(self, grad_output: np.ndarray) -> np.ndarray:  # type: ignore[override]
+        (weight,) = self.inputs
+        grad = np.zeros_like(weight.data)
+        np.add.at(grad, self.indices, grad_output)
+        return grad
+
+
+def test_a_backward_that_returns_a_bare_array_hands_the_input_its_first_row() -> None:
+    """Both generations zip the inputs with what backward returned, so the weight gets the first row
+    of its gradient. Newer generation: that row's shape is refused (ValueError). DEVIATION: the older
+    one broadcasts the row over the whole table, a wrong gradient with no error; the runtime refuses
+    it as the newer one does (a correct backward never returns a bare array in either)."""
+    table = Tensor(np.ones((4, 2)), requires_grad=True)
+    out = _BareGather.apply(table, indices=np.array([1, 3]))
+    with pytest.raises(ValueError, match=r"gradient of shape \(2,\) for a tensor of shape \(4, 2\)"):
+        out.backward(np.ones((2, 2)))

@@ -17,7 +17,7 @@ from ....judge import uniform
 from ....judge.compare import Cause, Diagnosis, Mismatch, close
 from ..probes import IN_GRAPH
 from . import api as embeddings_api
-from . import layout, scale
+from . import layout, returned, scale
 
 Inputs = dict[str, Any]
 NO_GRAD_CAUSE = ("the gradient never reached the weights: forward must connect its output to the weight "
@@ -481,6 +481,11 @@ DIAGNOSES: dict[str, Diagnosis] = {
                   layer_sin_values, layer_scale)
     } | embeddings_api.DIAGNOSES).items()
 }
-ERROR_CAUSE = layout.error_cause
+def error_cause(got: CheckOutput, i: Inputs) -> str | None:
+    """The cause of a check that ended in an error: a transposed table, or a bare backward result."""
+    return layout.error_cause(got, i) or returned.bare_gradient(got)
+
+
+ERROR_CAUSE = error_cause
 COMPARATORS = {"xavier_bounds": xavier_bounds, "pe_init_bounds": pe_init_bounds}
 NOT_APPLICABLE = embeddings_api.NOT_APPLICABLE

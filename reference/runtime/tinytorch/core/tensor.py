@@ -159,11 +159,10 @@ def _run_node(node: Any, grad: np.ndarray) -> tuple[tuple[Any, ...], list[np.nda
     if raw is None:
         raw = (None,) * len(parents)
     elif isinstance(raw, (Tensor, np.ndarray)):
-        if len(parents) != 1:
-            raise TypeError(
-                f"{node!r} returned one gradient for {len(parents)} inputs; return a tuple"
-            )
-        raw = (raw,)
+        # As in both course generations, the inputs are zipped with what backward returned: a
+        # bare array (not a one-element tuple) hands its first row to the first input, whose
+        # gradient then has the wrong shape. Iterating a 0-d array raises TypeError, as there.
+        raw = list(raw.data if isinstance(raw, Tensor) else raw)
     grads = [
         None if g is None else np.asarray(g.data if isinstance(g, Tensor) else g, dtype=np.float32)
         for g in raw
