@@ -496,7 +496,7 @@ class _BareGather(_Gather):
 
     def backward(self, grad_output: np.ndarray) -> np.ndarray:  # type: ignore[override]
         (weight,) = self.inputs
-        grad = np.zeros_like(weight.data)
+        grad: np.ndarray = np.zeros_like(weight.data)
         np.add.at(grad, self.indices, grad_output)
         return grad
 
