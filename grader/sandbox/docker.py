@@ -20,13 +20,17 @@ harness and the runtime):
   SIGKILLs every process it can signal, so nothing can rewrite ``out/`` any more, and sends each
   regular file of ``out/`` and ``out/<check>/`` as ``b"F" >H name >I size data``, then ``b"E"``
   (``grader/sandbox/stream.py`` has the records).
+- the bootstrap is the container's PID 1 (no ``docker-init``) and the supervisor makes it
+  non-dumpable before the harness exists: no process of the job can signal it or open
+  ``/proc/1/fd/*``, so nothing but the supervisor reads the container's stdin or writes its stdout.
+  Its self-test (``T``, first on stdout) says so; a container without it is refused, and a stream
+  that does not start with it gives no outputs.
 - the host reads the multiplexed attach stream: stderr goes into the log through a 1 MiB cap,
   stdout is parsed by ``OutputStream`` with caps on names, sizes, file count and total bytes, and
   the files are returned only after a complete, well-formed stream ends with ``E`` (names are
   checked against a whitelist; no links, no absolute paths, no ``..``, no overwrites). Everything
-  in that stream is untrusted: student code runs as the same user as the bootstrap and could forge
-  it, exactly as it could forge files in ``out/`` on the local backend; ``grader.channel``
-  validates every byte before anything is scored.
+  in that stream is untrusted all the same (the files it carries are the ones student code could
+  write in ``out/``); ``grader.channel`` validates every byte before anything is scored.
 
 Containers are started ahead of their job (a small pool, as many as runs were seen at once, made in
 the background after each run): the bootstrap imports numpy and the harness, then waits on stdin,
@@ -62,6 +66,7 @@ from typing import Any
 
 from ..errors import SandboxError
 from ..harness import wire
+from ..harness.docker_boot import INIT_LAYER
 from ..models import BackendInfo, Chunk
 from ..plan import Job
 from . import RunResult
@@ -143,7 +148,14 @@ def container_config(image: str, limits: DockerLimits = DockerLimits(), run_id: 
             Ulimit(name="fsize", soft=limits.max_file_mb * mb, hard=limits.max_file_mb * mb),
             Ulimit(name="core", soft=0, hard=0),
         ],
-        "init": True,
+        # No docker-init: the bootstrap itself is PID 1, as the supervisor is on the local backend.
+        # An init of Docker's would run as the sandbox user, dumpable, holding the container's stdin
+        # and stdout: any process could open /proc/1/fd/1 and write into the host's result stream
+        # (hiding the real freeze inside a forged record and freezing its own visible results once
+        # it had read the hidden checks' inputs), or read /proc/1/fd/0. And the supervisor, not
+        # being the init, could be stopped or killed. As PID 1 and not dumpable it can be neither
+        # signalled nor opened by any process of the container; it reaps what it kills.
+        "init": False,
         "log_config": LogConfig(type="none"),
         "stdin_open": True,
         "tty": False,
@@ -350,7 +362,7 @@ class DockerSandbox:
     def info(self) -> BackendInfo:
         isolation = ("container", "network-none", "read-only-rootfs", "tmpfs-workdir", "non-root-user",
                      "cap-drop-all", "no-new-privileges", "seccomp-default", "pids-limit", "memory-limit",
-                     "cpu-quota", "ulimits", "init", "no-logs", "output-cap", "wall-deadline")
+                     "cpu-quota", "ulimits", "supervisor-is-init", "no-logs", "output-cap", "wall-deadline")
         return BackendInfo(name="docker", label="official", image=self.image_id, isolation=isolation,
                            warnings=self._warnings, limits=self.limits.as_dict())
 
@@ -558,8 +570,16 @@ def _collected(reader: _Attach) -> tuple[dict[str, bytes], dict[str, bytes] | No
     outputs: dict[str, bytes] = {}
     with reader.cond:
         stream = reader.stream
-        frozen = stream.frozen
-        if stream.ended and not stream.broken:
+        verified = (stream.selftest or {}).get("verified")
+        if stream.selftest is not None and not (isinstance(verified, list) and INIT_LAYER in verified):
+            raise SandboxError(
+                "the sandbox container's bootstrap is not its PID 1, so the container's other processes "
+                "could reach its stdin and stdout; start it without an init process (container_config "
+                "sets init=False) and with the bundle's bootstrap as its command")
+        frozen = stream.frozen if stream.selftest is not None else None
+        if stream.selftest is None and (stream.ended or stream.broken or stream.files):
+            notes.append("[sandbox] output stream rejected: it does not start with the bootstrap's self-test")
+        elif stream.ended and not stream.broken:
             outputs = dict(stream.files)
         elif stream.broken:
             notes.append(f"[sandbox] output stream rejected: {stream.broken}")

@@ -37,6 +37,7 @@ class OutputStream:
         self.frozen: dict[str, bytes] | None = None  # the files sent before ``H``
         self.broken: str | None = None
         self.selftest: dict[str, Any] | None = None
+        self.started = False  # a record was read: a self-test can no longer come (feeds start anywhere)
 
     def feed(self, data: bytes) -> None:
         """Consume more stdout bytes; linear in their length whatever their content."""
@@ -60,13 +61,14 @@ class OutputStream:
                 if used == 0:
                     break
                 pos += used
-            elif kind == 0x54 and pos == 0 and self.selftest is None and not self.files and not self.imported:  # T
+            elif kind == 0x54 and not self.started:  # T: only as the stream's very first record
                 used = self._selftest()
                 if used == 0:
                     break
                 pos += used
             else:
                 self._fail(f"unexpected byte {kind:#04x}")
+            self.started = self.started or pos > 0
         if self.broken:
             return
         del self.buf[:pos]

@@ -69,7 +69,7 @@ def test_container_config_claims_every_limit(image: str) -> None:
     assert cfg["nano_cpus"] == int(limits.cpus * 1e9) > 0
     assert {u.name: (u.soft, u.hard) for u in cfg["ulimits"]} == {
         "nofile": (limits.max_open_files,) * 2, "fsize": (limits.max_file_mb << 20,) * 2, "core": (0, 0)}
-    assert cfg["init"] is True
+    assert cfg["init"] is False  # the bootstrap is PID 1: nothing else holds the container's stdio
     assert cfg["log_config"].type == "none"
     assert set(cfg["tmpfs"]) == {"/work", "/tmp"} and all(f"size={limits.tmpfs_mb}m" in v for v in cfg["tmpfs"].values())
     assert not any(k in cfg for k in ("volumes", "mounts", "devices", "volumes_from"))
@@ -116,7 +116,7 @@ def test_a_running_sandbox_container_has_those_settings(
     assert host["NanoCpus"] > 0
     assert {u["Name"]: u["Hard"] for u in host["Ulimits"]} == {
         "nofile": sandbox.limits.max_open_files, "fsize": sandbox.limits.max_file_mb << 20, "core": 0}
-    assert host["Init"] is True
+    assert host["Init"] is False
     assert host["LogConfig"]["Type"] == "none"
     assert not host["Binds"] and not host.get("Mounts") and not inspected["Mounts"]
     assert not host["Devices"] and not host.get("VolumesFrom")
@@ -132,23 +132,54 @@ def test_a_running_sandbox_container_has_those_settings(
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("statement", [
-    '__import__("time").sleep(1000)',
-    '__import__("os").kill(__import__("os").getppid(), 19)',  # SIGSTOP the in-container bootstrap
-], ids=["sleep", "stop-the-bootstrap"])
 def test_a_hanging_import_is_killed_within_its_deadline(
-        statement: str, sandbox: Any, fast_rubric: Path, hostile: Any, labelled: Any) -> None:
+        sandbox: Any, fast_rubric: Path, hostile: Any, labelled: Any) -> None:
     from grader import Grader
     from grader.sandbox.docker import STOP_GRACE_S
 
     with Grader(fast_rubric, sandbox) as g:
         started = time.monotonic()
-        report = g.grade(hostile("hang", statement))
+        report = g.grade(hostile("hang", '__import__("time").sleep(1000)'))
         took = time.monotonic() - started
     import_timeout = g.rubric.import_timeout_s
     assert took < import_timeout + STOP_GRACE_S + 3.0, took
     assert report.score == 0
     assert {c.status for c in report.checks} == {"timeout"}
+    assert labelled() == []
+
+
+def test_the_bootstrap_is_out_of_reach_of_the_job(
+        sandbox: Any, fast_rubric: Path, hostile: Any, labelled: Any) -> None:
+    """The bootstrap is the container's PID 1 and not dumpable: the job can neither stop or kill it
+    nor open its stdin (the hidden checks' inputs, the stop byte) or stdout (the result stream)."""
+    from grader import Grader
+
+    # SIGSTOP to the harness's parent and to PID 1; a division by zero (so no Embedding) if the
+    # container's stdin or stdout can be reached through PID 1
+    statement = ("_reach = [__import__('os').kill(pid, 19) for pid in (__import__('os').getppid(), 1)] + "
+                 "[1 / 0 for fd in (0, 1) if __import__('os').access(f'/proc/1/fd/{fd}', 0)]")
+    with Grader(fast_rubric, sandbox) as g:
+        report = g.grade(hostile("reach", statement))
+    assert {c.status for c in report.checks} == {"passed"}, [(c.id, c.status) for c in report.checks]
+    assert labelled() == []
+
+
+def test_a_container_whose_bootstrap_is_not_pid_1_is_refused(
+        image: str, test_labels: dict[str, str], fast_rubric: Path, labelled: Any) -> None:
+    from grader import Grader
+    from grader.errors import SandboxError
+    from grader.sandbox.docker import DockerSandbox
+
+    class WithDockerInit(DockerSandbox):
+        def container_config(self, run_id: str | None = None) -> dict[str, Any]:
+            return {**super().container_config(run_id), "init": True}
+
+    box = WithDockerInit(image, labels=test_labels, keep_ready=False)
+    try:
+        with Grader(fast_rubric, box) as g, pytest.raises(SandboxError, match="not its PID 1"):
+            g.grade(SUBMISSIONS / "correct_tinytorch.ipynb")
+    finally:
+        box.close()
     assert labelled() == []
 
 

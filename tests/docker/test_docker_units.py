@@ -3,11 +3,15 @@ names, the bootstrap source and the "engine not reachable" message."""
 
 from __future__ import annotations
 
+import json
+import socket
 import struct
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from grader.errors import SandboxError
 from grader.sandbox.docker import bootstrap_source
 from grader.sandbox.stream import MAX_OUTPUT_FILE, OutputStream, valid_output_name
 
@@ -60,6 +64,33 @@ def test_a_flood_of_markers_is_linear() -> None:
 ])
 def test_output_names(name: str, ok: bool) -> None:
     assert valid_output_name(name) is ok
+
+
+def _reader(sock: socket.socket, stream: bytes) -> Any:
+    """The attach reader of a container that sent ``stream`` on stdout and ended."""
+    from grader.sandbox.docker import _Attach
+
+    reader = _Attach(sock, 1 << 20)
+    reader.stream.feed(stream)
+    reader.eof = True
+    return reader
+
+
+def test_only_a_stream_that_starts_with_the_bootstraps_self_test_counts() -> None:
+    from grader.harness.docker_boot import INIT_LAYER
+    from grader.harness.supervisor import frame
+    from grader.sandbox.docker import _collected
+
+    body = b"I" + record("import.json", b"{}") + b"H" + record("c1.json", b"{}") + b"E"
+    selftest = frame(b"T", json.dumps({"mode": "docker", "verified": [INIT_LAYER], "ok": True}).encode())
+    not_init = frame(b"T", json.dumps({"mode": "docker", "verified": [], "ok": False}).encode())
+    with socket.socket() as sock:
+        outputs, frozen, _ = _collected(_reader(sock, selftest + body))
+        assert set(outputs) == {"import.json", "c1.json"} and frozen == {"import.json": b"{}"}
+        outputs, frozen, log = _collected(_reader(sock, body))  # forged by some other process of the container
+        assert outputs == {} and frozen is None and "self-test" in log
+        with pytest.raises(SandboxError, match="not its PID 1"):
+            _collected(_reader(sock, not_init + b"E"))
 
 
 def test_bootstrap_is_valid_python_and_boots_the_bundle() -> None:

@@ -62,6 +62,13 @@ def test_forged_selftest_or_unknown_records_break_the_stream(forged: bytes) -> N
     assert stream.selftest in (None, {"mode": "namespaces", "verified": ["non-root-uid"], "ok": True})
 
 
+@pytest.mark.parametrize("first", [b"H", b"HH", b"I"], ids=["freeze", "two-freezes", "import"])
+def test_a_selftest_counts_only_as_the_very_first_record_whatever_the_pieces(first: bytes) -> None:
+    # the first piece alone: the parser's buffer starts afresh with the next one
+    stream = feed(first, GOOD_TEST + file_record("import.json", b"{}") + b"E")
+    assert stream.broken and stream.selftest is None and not stream.files
+
+
 @pytest.mark.parametrize("name", ["../escape.json", "/etc/passwd", "a/b/c.json", ".hidden", "emb/..", "", "x" * 200,
                                   "bad\nname", "emb_shape/", "caf\u00e9.json"])
 def test_names_outside_the_whitelist_break_the_stream(name: str) -> None:

@@ -1512,6 +1512,99 @@ def _on_backward(node, grad_output, grad):
     return grad
 '''
 
+# The sandbox's result stream, written by the student's own process: the container's stdout is held
+# by its PID 1 (Docker's init, when the container had one: the sandbox user's, dumpable), so it can
+# be opened as /proc/1/fd/1. Just before the harness asks for the hidden checks, a record header is
+# written whose size is exactly what the supervisor then sends (the visible files and the freeze):
+# the host reads all that as one file's data. Once the hidden checks' inputs are in, the visible
+# checks' results are sent again, carrying them, and frozen by the student's own "H".
+FORGED_STREAM = r'''
+_SPLIT = {}
+
+
+def _stream():
+    import os
+    if "fd" not in _SPLIT:
+        try:
+            _SPLIT["fd"] = os.open("/proc/1/fd/1", os.O_WRONLY)
+        except OSError:
+            _SPLIT["fd"] = None
+    return _SPLIT["fd"]
+
+
+def _record(name, data):
+    import struct
+    raw = name.encode()
+    return b"F" + struct.pack(">H", len(raw)) + raw + struct.pack(">I", len(data)) + data
+
+
+def _visible_files():
+    import json, os, stat
+    owners = {"import"} | {c["id"] for c in json.load(open("job.json"))["checks"]}
+    names = []
+    for entry in sorted(os.listdir("out")):
+        if entry.startswith(".") or entry.split(".")[0] not in owners:
+            continue
+        if stat.S_ISDIR(os.lstat("out/" + entry).st_mode):
+            names += [f"{entry}/{n}" for n in sorted(os.listdir("out/" + entry)) if not n.startswith(".")]
+        else:
+            names.append(entry)
+    return [(n, open("out/" + n, "rb").read()) for n in names]
+
+
+def _on_import():
+    import json, os, stat, struct
+    real_write, real_read = os.write, os.read
+
+    def write(fd, data):
+        if bytes(data) == b"H" and stat.S_ISSOCK(os.fstat(fd).st_mode) and _stream() is not None:
+            files = _SPLIT["files"] = _visible_files()
+            size = sum(len(_record(n, d)) for n, d in files) + 1
+            real_write(_stream(), b"F" + struct.pack(">H", 9) + b"zzswallow" + struct.pack(">I", size))
+        return real_write(fd, data)
+
+    def read(fd, n):
+        got = real_read(fd, n)
+        if got == b"G" and "files" in _SPLIT:
+            leak = "TTLEAK " + open("job-hidden.json").read()[:400]
+            forged = b""
+            for name, data in _SPLIT.pop("files"):
+                if name.endswith(".json") and "/" not in name and name != "import.json":
+                    check = json.loads(data)["check"]
+                    data = json.dumps({"schema": 1, "check": check, "status": "error", "duration_ms": 1.0,
+                                       "error": {"type": "RuntimeError", "message": leak, "where": None}}).encode()
+                forged += _record(name, data)
+            real_write(_stream(), forged + b"H")
+        return got
+
+    os.write, os.read = write, read
+'''
+
+# The supervisor, from inside: stopped, its descriptors opened (the host's stdin holds the stop byte
+# and, until it reads them, the hidden checks' inputs). It must be out of reach of every process of
+# the job: the run is graded as if nothing had been tried.
+SUPERVISOR_REACH = r'''
+def _on_import():
+    import os, signal
+    parent = os.getppid()
+    try:
+        cmd = open(f"/proc/{parent}/cmdline", "rb").read()
+    except OSError:
+        return
+    if b"harness.docker_boot" not in cmd and b"{TOKEN}" not in cmd:   # only this sandbox's own supervisor
+        return
+    for fd in (0, 1):
+        try:
+            os.close(os.open(f"/proc/{parent}/fd/{fd}", os.O_RDONLY if fd == 0 else os.O_WRONLY))
+            raise RuntimeError(f"TTREACHED the supervisor's descriptor {fd}")
+        except OSError:
+            pass
+    try:
+        os.kill(parent, signal.SIGSTOP)
+    except OSError:
+        pass
+'''
+
 PHASE_CASES = [
     Case("deadline-forged-import-record-keeps-the-total-bound", FORGED_IMPORT_RECORD,
          statuses={ALL: S("timeout")}, max_seconds=14.0),
@@ -1519,6 +1612,10 @@ PHASE_CASES = [
          forbidden=r"TTLEAK"),
     Case("leak-hidden-inputs-from-the-harness-memory-at-import", HIDDEN_FROM_MEMORY, statuses={ALL: S("passed")},
          forbidden=r"TTLEAK"),
+    Case("leak-hidden-inputs-by-forging-the-result-stream", FORGED_STREAM, statuses={ALL: S("passed")},
+         forbidden=r"TTLEAK"),
+    Case("dos-stop-the-supervisor-or-open-its-stdio", SUPERVISOR_REACH, statuses={ALL: S("passed")},
+         forbidden=r"TTREACHED", max_seconds=14.0),
     Case("leak-hidden-phase-deadline-into-visible-feedback", HIDDEN_PHASE_DEADLINE,
          statuses={("sin_pos0",): S("crashed"), ("sin_values", "emb_lookup", "grad_accumulate"): S("passed")},
          max_seconds=14.0),
