@@ -148,6 +148,9 @@ class ReferenceOracle:
     def _ensure_worker(self) -> Worker:
         if self._proc is not None and self._proc.poll() is None:
             return self._proc
+        if self._proc is not None:  # it ended: its pipes are closed before a successor starts
+            _stop(self._proc)
+            self._proc = None
         if self._home is not None:
             shutil.rmtree(self._home, ignore_errors=True)
         self._home = Path(tempfile.mkdtemp(prefix="grader-ref-"))
@@ -184,7 +187,7 @@ class ReferenceOracle:
             except (BrokenPipeError, TimeoutError) as e:
                 answer = f"<{type(e).__name__}>"
             if answer.strip() != "done":
-                if answer == "":  # end of output: the worker is exiting; let it finish its stderr
+                if answer in ("", "<BrokenPipeError>"):  # it is exiting (or gone): let it finish its stderr
                     with contextlib.suppress(subprocess.TimeoutExpired):
                         proc.wait(timeout=2)
                 stderr = ""
@@ -226,4 +229,5 @@ def _stop(proc: Worker) -> None:
     proc.wait()
     for stream in (proc.stdin, proc.stdout, proc.stderr):
         if stream is not None:
-            stream.close()
+            with contextlib.suppress(OSError):  # stdin's unsent request, to a worker that died: a broken pipe
+                stream.close()

@@ -130,6 +130,28 @@ def test_a_reference_that_does_not_import_is_a_grader_fault_that_says_why(rubric
         broken.close()
 
 
+def test_a_reference_worker_that_died_before_its_first_job_still_says_why(rubric: Rubric, tmp_path: Path,
+                                                                          spawner: Spawner | None,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """The job request then meets a broken pipe: the worker's own error is still read, and no
+    descriptor is left open (the streams are closed even though stdin's request cannot be sent)."""
+    import time
+
+    broken = oracle_on('raise RuntimeError("no such course module")\n', tmp_path / "broken", monkeypatch, spawner)
+    try:
+        broken.start()
+        proc = broken._proc
+        assert proc is not None
+        end = time.monotonic() + 30
+        while proc.poll() is None and time.monotonic() < end:
+            time.sleep(0.01)
+        with pytest.raises(HarnessProtocolError, match=r"does not import.*no such course module"):
+            broken.expected(visible_job(rubric, seed=1))
+        assert [s is None or s.closed for s in (proc.stdin, proc.stdout, proc.stderr)] == [True] * 3
+    finally:
+        broken.close()
+
+
 def test_a_changed_reference_never_reads_the_old_ones_cache(rubric: Rubric, oracle: ReferenceOracle, tmp_path: Path,
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     job = visible_job(rubric, seed=1)
