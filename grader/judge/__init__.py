@@ -44,7 +44,7 @@ def judge(spec: CheckSpec, called: str, inputs: dict[str, Any], got: CheckOutput
     if cause is not None:
         see = f" (see {cause.upstream}, which fails too)" if cause.upstream else ""
         lines.append(f"Likely cause: {cause.text}{see}.")
-    hint = cause is None or not cause.upstream  # the hint is about this check's own part
+    hint = cause is None or (cause.hint and not cause.upstream)  # the hint is about this check's own part
     result = _result(spec, "failed", "\n".join(lines), called, got.duration_ms, hint=hint)
     return result.model_copy(update={"figures": _figures(got, expected, mismatches)})
 

@@ -18,10 +18,12 @@ AUX = "aux_"  # outputs named aux_* are context for diagnoses, never compared
 @dataclass(frozen=True)
 class Cause:
     """A likely cause whose hypothesis was tested on the numbers. ``upstream`` names another check
-    whose failure explains this one (the check's own hint is then beside the point)."""
+    whose failure explains this one (the check's own hint is then beside the point). ``hint``:
+    False when the cause rules out what the check's hint is about."""
 
     text: str
     upstream: str = ""
+    hint: bool = True
 
 
 Diagnosis = Callable[[CheckOutput, CheckOutput, dict[str, Any]], "str | Cause | None"]

@@ -371,9 +371,9 @@ def layer_defaults(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause
     table = i["table"][: tok.shape[1]]
     if _same(out, tok * math.sqrt(i["dim"]) + table):
         return "scale_embeddings defaults to True: its default is False"
-    if _same(out, tok + 2 * table):
-        return ("the defaults are right, but the learned position rows were added twice (the PositionalEncoding "
-                "adds them already): add them once")
+    if _same(out, tok + 2 * table):  # the signature (the check's hint) is not what is wrong
+        return Cause("the defaults are right, but the learned position rows were added twice (the PositionalEncoding "
+                     "adds them already): add them once", hint=False)
     return (_upstream_lookup(got, i, lambda looked_up: looked_up + table, "out")
             or upstream_positions(got, table, lambda added: tok + added, "out"))
 
