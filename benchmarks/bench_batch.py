@@ -14,7 +14,6 @@ such a machine and `otter run` about 0.2 (figures quoted from the issue, not mea
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import subprocess
@@ -25,19 +24,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 NBGRADER_PER_S = 0.5
-
-
-def generate(count: int, dest: Path) -> list[Path]:
-    sources = sorted((ROOT / "submissions").glob("*.ipynb"))
-    made = []
-    for n in range(count):
-        nb = json.loads(sources[n % len(sources)].read_text(encoding="utf-8"))
-        nb["cells"].append({"cell_type": "code", "id": f"bench{n}", "metadata": {}, "execution_count": None,
-                            "outputs": [], "source": f"# submission {n}\n"})
-        path = dest / f"student{n:04d}.ipynb"
-        path.write_text(json.dumps(nb), encoding="utf-8")
-        made.append(path)
-    return made
 
 
 def batch(source: Path, out: Path, workers: int, backend: str, env: dict[str, str]) -> float:
@@ -68,8 +54,10 @@ def main() -> None:
     env = {**os.environ, "GRADER_CACHE": str(work / "cache")}
     try:
         source = work / "class"
-        source.mkdir()
-        files = generate(args.count, source)
+        from common import distinct_copies
+
+        files = distinct_copies(sorted((ROOT / "submissions").glob("*.ipynb")), args.count, source, "submission",
+                                name="student{n:04d}")
         floor_s = floor(files, work, env, sample=min(20, args.count))
         one = batch(source, work / "one", 1, args.backend, env)
         many = batch(source, work / "many", args.workers, args.backend, env)

@@ -37,7 +37,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from common import ROOT, floor_jobs
+from common import ROOT, distinct_copies, floor_jobs
 
 from grader.sandbox.bundle import ensure_bundle
 
@@ -84,20 +84,6 @@ class Row:
         if machine:
             text += f"   machine CPU {statistics.median(self.machine) * 1000:6.0f} ms"
         return text
-
-
-def unique_copies(files: Sequence[Path], count: int, dest: Path, tag: str) -> list[Path]:
-    """``count`` notebooks cycling through ``files``, each made distinct by a comment cell."""
-    dest.mkdir(parents=True)
-    made = []
-    for n in range(count):
-        nb = json.loads(files[n % len(files)].read_text(encoding="utf-8"))
-        nb["cells"].append({"cell_type": "code", "id": f"bench{n}", "metadata": {}, "execution_count": None,
-                            "outputs": [], "source": f"# {tag} {n}\n"})
-        path = dest / f"s{n:03d}.ipynb"
-        path.write_text(json.dumps(nb), encoding="utf-8")
-        made.append(path)
-    return made
 
 
 def hung_notebook(base: Path, dest: Path) -> Path:
@@ -154,12 +140,12 @@ def main() -> None:
             rows["cold"].measure(grade("local", f), cold_env)
             if not args.no_docker:
                 rows["docker"].measure(grade("docker", f), env)
-        batch_files = unique_copies(files, args.batch, work / f"class{rep}", f"repeat {rep}")
+        batch_files = distinct_copies(files, args.batch, work / f"class{rep}", f"repeat {rep}")
         batch_jobs = floor_jobs(batch_files, work / f"floor{rep}")
         rows["floor_batch"].measure([*floor_cmd, *map(str, batch_jobs)], floor_env)
         rows["fork_batch"].measure([*floor_cmd, "--fork-per-check", *map(str, batch_jobs)], floor_env)
         for workers in (1, 2):
-            fresh = unique_copies(files, args.batch, work / f"class{rep}-{workers}", f"repeat {rep} workers {workers}")
+            fresh = distinct_copies(files, args.batch, work / f"class{rep}-{workers}", f"repeat {rep} workers {workers}")
             rows[f"batch{workers}"].measure([*cli, "batch", str(fresh[0].parent), "--out", str(work / f"out{rep}-{workers}"),
                                              "--workers", str(workers), "--backend", "local"], env)
     if not args.no_hung:

@@ -43,6 +43,21 @@ def floor_jobs(files: Sequence[Path], work: Path, checks: Sequence[CheckSpec] | 
     return jobs
 
 
+def distinct_copies(files: Sequence[Path], count: int, dest: Path, tag: str, name: str = "s{n:03d}") -> list[Path]:
+    """``count`` notebooks cycling through ``files`` into ``dest``, each made distinct by a comment
+    cell (so that nothing is skipped as already graded); ``name`` formats each file's stem."""
+    dest.mkdir(parents=True, exist_ok=True)
+    made = []
+    for n in range(count):
+        nb = json.loads(files[n % len(files)].read_text(encoding="utf-8"))
+        nb["cells"].append({"cell_type": "code", "id": f"bench{n}", "metadata": {}, "execution_count": None,
+                            "outputs": [], "source": f"# {tag} {n}\n"})
+        path = dest / f"{name.format(n=n)}.ipynb"
+        path.write_text(json.dumps(nb), encoding="utf-8")
+        made.append(path)
+    return made
+
+
 def floor_command(job_dir: Path) -> list[str]:
     """The floor for one job: python + numpy + the same probes in-process (benchmarks/floor.py)."""
     return [sys.executable, str(ROOT / "benchmarks" / "floor.py"), str(ensure_bundle()), str(job_dir)]

@@ -71,7 +71,7 @@ from ..models import BackendInfo, Chunk
 from ..plan import Job
 from . import RunResult
 from .local import scrubbed_env
-from .process import OUTPUT_CAP, deadlines, overdue
+from .process import OUTPUT_CAP, Background, deadlines, overdue
 from .stream import OutputStream
 
 LABEL = "tinytorch-grader"
@@ -340,7 +340,7 @@ class DockerSandbox:
         self._pool_lock = threading.Lock()
         self._pool_ready = threading.Condition(self._pool_lock)  # a spare was added (or failed)
         self._spares: list[_Started] = []
-        self._workers: set[threading.Thread] = set()
+        self._pool = Background()  # removals and starts the answer need not wait for
         self._making = self._running = self._waiting = 0
         self._target = 1  # containers kept waiting: as many as runs seen at once
         self._closed = False
@@ -376,11 +376,9 @@ class DockerSandbox:
         with self._pool_lock:
             self._closed = True
             spares, self._spares = self._spares, []
-            workers = list(self._workers)
         for spare in spares:
             spare.discard(self.client)
-        for worker in workers:
-            worker.join()
+        self._pool.wait()
         with _live_lock:
             refs = [ref for ref, owner in _live.items() if owner == id(self)]
         for ref in refs:
@@ -397,13 +395,7 @@ class DockerSandbox:
 
     def settle(self) -> None:
         """Wait for the work done in the background: used containers removed, waiting ones started."""
-        while True:
-            with self._pool_lock:
-                workers = list(self._workers)
-            if not workers:
-                return
-            for worker in workers:
-                worker.join()
+        self._pool.wait()
 
     # ---- the pool: containers started ahead of their job -----------------------------------------
 
@@ -449,7 +441,7 @@ class DockerSandbox:
                     spare = self._spares.pop(0)
                     if not spare.reader.finished():
                         return spare
-                    self._background(spare.discard, self.client)
+                    self._pool.later(spare.discard, self.client)
                 if self._making <= self._waiting or time.monotonic() >= end:
                     break
                 self._waiting += 1
@@ -463,7 +455,7 @@ class DockerSandbox:
             if self._closed or len(self._spares) + self._making >= self._target:
                 return
             self._making += 1
-        self._background(self._make_spare)
+        self._pool.later(self._make_spare)
 
     def _make_spare(self) -> None:
         try:
@@ -482,21 +474,6 @@ class DockerSandbox:
         if not keep:
             spare.discard(self.client)
         self._replenish()
-
-    def _background(self, fn: Callable[..., None], *args: Any) -> None:
-        def work() -> None:
-            try:
-                fn(*args)
-            except BaseException:  # the atexit sweep and close() remove what is left
-                pass
-            finally:
-                with self._pool_lock:
-                    self._workers.discard(thread)
-
-        thread = threading.Thread(target=work, daemon=True)
-        with self._pool_lock:
-            self._workers.add(thread)
-        thread.start()
 
     # ---- one job -------------------------------------------------------------------------------
 
@@ -539,7 +516,7 @@ class DockerSandbox:
             with self._pool_lock:
                 self._running -= 1
             if box is not None:  # killed and removed whatever happened; the answer need not wait for it
-                self._background(box.discard, self.client)
+                self._pool.later(box.discard, self.client)
             if self.keep_ready:
                 self._replenish()  # the next job's container starts while this answer is judged
         return RunResult(outputs, log, killed, time.monotonic() - started, frozen=frozen)

@@ -27,7 +27,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -39,7 +39,7 @@ from ..paths import expected_cache_dir, harness_parent
 from . import RunResult
 from .bundle import ensure_bundle
 from .cgroup import CgroupLimits, JobCgroups
-from .process import CappedReader, ForkedWorker, deadlines, overdue
+from .process import Background, CappedReader, ForkedWorker, deadlines, overdue
 from .stream import OutputStream
 
 if TYPE_CHECKING:
@@ -157,7 +157,7 @@ class LocalSandbox:
         self._zygote: subprocess.Popen[bytes] | None = None
         self._sock: socket.socket | None = None
         self._verified: tuple[str, ...] | None = None
-        self._pool = _Background()
+        self._pool = Background()
         self._spares: list[_Box] = []  # sandboxes isolated, self-tested and waiting for a job
         self._ready = threading.Condition(self._lock)  # a sandbox got ready (or failed to)
         self._making = self._running = self._waiting = 0
@@ -203,7 +203,7 @@ class LocalSandbox:
             spares, self._spares = self._spares, []
         for box in spares:
             box.discard()
-        self._pool.close()
+        self._pool.wait()
         for box in spares:
             box.cleanup()
         with self._lock:
@@ -481,39 +481,6 @@ def _fix(missing: Sequence[str]) -> str:
     if "seccomp-filter" in missing:
         return "Install libseccomp2 (Debian: apt-get install libseccomp2), or use --backend docker."
     return "Use --backend docker, or grade as practice."
-
-
-class _Background:
-    """Work that the answer need not wait for (removing a finished job, readying the next
-    sandbox), on daemon threads; ``close`` waits for all of it."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._threads: set[threading.Thread] = set()
-
-    def later(self, fn: Callable[..., object], *args: object) -> None:
-        def work() -> None:
-            try:
-                fn(*args)
-            except Exception:  # a sandbox that could not be readied is made again when needed
-                pass
-            finally:
-                with self._lock:
-                    self._threads.discard(thread)
-
-        thread = threading.Thread(target=work, daemon=True)
-        with self._lock:
-            self._threads.add(thread)
-        thread.start()
-
-    def close(self) -> None:
-        while True:
-            with self._lock:
-                threads = list(self._threads)
-            if not threads:
-                return
-            for thread in threads:
-                thread.join()
 
 
 @dataclass

@@ -8,12 +8,48 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Callable
 from typing import IO, TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ..plan import Job
 
 OUTPUT_CAP = 1024 * 1024
+
+
+class Background:
+    """Work that the answer need not wait for (removing a finished job or container, readying the
+    next sandbox), on daemon threads; ``wait`` returns once all of it, and what it started, is done.
+    A failure there is dropped: a sandbox that could not be readied is made again when needed, and
+    what could not be removed is swept at close."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._threads: set[threading.Thread] = set()
+
+    def later(self, fn: Callable[..., object], *args: object) -> None:
+        def work() -> None:
+            try:
+                fn(*args)
+            except Exception:
+                pass
+            finally:
+                with self._lock:
+                    self._threads.discard(thread)
+
+        thread = threading.Thread(target=work, daemon=True)
+        with self._lock:
+            self._threads.add(thread)
+        thread.start()
+
+    def wait(self) -> None:
+        while True:
+            with self._lock:
+                threads = list(self._threads)
+            if not threads:
+                return
+            for thread in threads:
+                thread.join()
 
 
 def deadlines(job: Job) -> tuple[float, float]:

@@ -31,20 +31,17 @@ from ..auth import Principal, authenticate, bearer, require_staff
 from ..database import Database
 from ..ops import NotFound, audit, course_by_slug
 from ..tables import Assignment, Staff, Student, utcnow
-from ..web.pages import CSP, error_page, html
+from ..web.pages import CSP, error_page, form_page, html
 from ..web.routes import redirect
 from ..web.sessions import (
     SESSION_COOKIE,
-    browser_id,
     csrf_ok,
-    csrf_token,
     load_secret,
     local_path,
     principal_of,
     read_session,
     secure,
     session_value,
-    set_browser_id,
     set_session,
 )
 from . import keys
@@ -240,13 +237,9 @@ def staff_link_form(request: Request, then: str = "/staff") -> Response:
             return _no_pending_link(request)
         if not isinstance(who, Principal):  # to the sign-in page first
             return who or _no_pending_link(request)
-        browser, new = browser_id(request)
         lms_user = " ".join(str(pending.get(k) or "") for k in ("name", "email")).strip() or str(pending["sub"])
-        response = html("lti_staff_link.html", who=who, csrf=csrf_token(secret, browser), when=None,
-                        then=local_path(then) or "/staff", issuer=pending["iss"], lms_user=lms_user)
-        if new:
-            set_browser_id(response, request, browser)
-        return response
+        return form_page(request, secret, "lti_staff_link.html", who=who, when=None,
+                         then=local_path(then) or "/staff", issuer=pending["iss"], lms_user=lms_user)
 
     return db.run(work)
 
@@ -315,12 +308,8 @@ def deep_link_form(request: Request) -> Response:
         who = _staff_session(request, s, secret)
         if who is None:
             return redirect("/signin?next=/lti/deep-link")
-        browser, new = browser_id(request)
-        response = html("lti_deep_link.html", who=who, csrf=csrf_token(secret, browser), when=None,
-                        choices=choices(s, wanted), context_title=wanted.get("context_title", ""))
-        if new:
-            set_browser_id(response, request, browser)
-        return response
+        return form_page(request, secret, "lti_deep_link.html", who=who, when=None,
+                         choices=choices(s, wanted), context_title=wanted.get("context_title", ""))
 
     return db.run(work)
 

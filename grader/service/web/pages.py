@@ -39,6 +39,17 @@ def html(template: str, *, status: int = 200, headers: dict[str, str] | None = N
     return HTMLResponse(body, status_code=status, headers=SECURITY_HEADERS | (headers or {}))
 
 
+def form_page(request: Request, secret: bytes, template: str, *, status: int = 200, **context: Any) -> HTMLResponse:
+    """A page whose forms carry this browser's CSRF token (the browser's id cookie set if it is new)."""
+    from .sessions import browser_id, csrf_token, set_browser_id
+
+    browser, new = browser_id(request)
+    response = html(template, status=status, csrf=csrf_token(secret, browser), **context)
+    if new:
+        set_browser_id(response, request, browser)
+    return response
+
+
 def error_page(request: Request, status: int, message: str, headers: dict[str, str] | None = None) -> HTMLResponse:
     """An error as a page (the message is escaped like everything else)."""
     return html("error.html", status=status, headers=headers, who=None, csrf="", status_code=status, message=message)

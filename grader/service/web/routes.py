@@ -24,19 +24,16 @@ from ..exports import export
 from ..schemas import SLUG, SUBMISSION_ID
 from ..tables import Staff, Student, utcnow
 from . import data
-from .pages import html, static_file
+from .pages import form_page, static_file
 from .sessions import (
     SESSION_COOKIE,
-    browser_id,
     clear_session,
     csrf_ok,
-    csrf_token,
     load_secret,
     local_path,
     principal_of,
     read_session,
     session_value,
-    set_browser_id,
     set_session,
 )
 
@@ -97,12 +94,7 @@ class Web:
 
     def page(self, request: Request, template: str, who: Principal | None, *, status: int = 200,
              **context: Any) -> Response:
-        browser, new = browser_id(request)
-        response = html(template, status=status, who=who, csrf=csrf_token(self.secret(), browser), when=moment,
-                        **context)
-        if new:
-            set_browser_id(response, request, browser)
-        return response
+        return form_page(request, self.secret(), template, status=status, who=who, when=moment, **context)
 
 
 def redirect(url: str) -> RedirectResponse:
