@@ -139,20 +139,27 @@ class Grader:
             # hidden phase ran into, a cut stream) may change a word of their feedback.
             frozen = run.frozen
             imported = read_import(frozen if frozen is not None else run.outputs)
-            results = {}
+            read: dict[str, CheckOutput] = {}
             for spec, planned in zip(checks, job.checks, strict=True):
-                inputs = planned.decoded()
-                called = self.probes[spec.probe].describe(inputs)
                 outputs, killed = (frozen, None) if frozen is not None and planned.visible else (run.outputs, run.killed)
                 failed_def = outcomes.definition_failure(spec, module.chunks, imported, killed)
                 if failed_def is not None:
-                    results[spec.id] = judge(spec, called, inputs, failed_def, expected[spec.id], self.rules)
+                    read[spec.id] = failed_def
                     continue
                 shapes = {k: v.shape for k, v in expected[spec.id].arrays.items()}
                 got = outcomes.explain_name_error(read_check(outputs, spec.id, shapes), imported)
                 if got.outcome == "missing" and killed:
                     got = CheckOutput(outcome="timeout", note=killed)
-                results[spec.id] = judge(spec, called, inputs, got, expected[spec.id], self.rules)
+                read[spec.id] = got
+            # the course generation the submission is written for decides what it was asked
+            generation = self.rules.generation(read) if self.rules.generation else None
+            code = {(c.cell, c.line + k): text for c in module.chunks for k, text in enumerate(c.source.splitlines())}
+            results = {}
+            for spec, planned in zip(checks, job.checks, strict=True):
+                inputs = planned.decoded()
+                called = self.probes[spec.probe].describe(inputs)
+                results[spec.id] = judge(spec, called, inputs, read[spec.id], expected[spec.id], self.rules, generation,
+                                         code)
             import_errors = tuple(f"cell {e.cell}, line {e.line}: {e.error.text()}"
                                   for e in (imported.chunk_errors if imported else ()))
             return results, import_errors, run.isolation

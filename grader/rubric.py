@@ -11,7 +11,7 @@ import hashlib
 import tomllib
 from datetime import date, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, ValidationError, model_validator
 
@@ -19,6 +19,23 @@ from .errors import RubricError
 from .models import Record, Visibility
 
 SUPPORTED_SCHEMA = 1
+
+
+NOT_ASKED = "not asked"  # an ``asked`` entry's source for a generation that is not asked for the behaviour
+NOT_APPLICABLE = "does not apply"  # ... for a generation the check does not apply to at all
+Refusal = Literal["any", "named"]
+
+
+class CaseSpec(Record):
+    """One sub-case of a check (an output of its probe, or a glob of output names) whose provenance
+    differs from its check's: asked in fewer generations, or refused with any exception.
+
+    ``about``: what the reference does there, for the note shown when it is not scored ("the
+    reference also rejects a fractional id such as 1.5")."""
+
+    asked: tuple[str, ...] = ()
+    about: str = ""
+    refusal: Refusal | None = None
 
 
 class CheckSpec(Record):
@@ -34,10 +51,31 @@ class CheckSpec(Record):
     comparator: str = "match"
     diagnosis: str | None = None  # a likely-cause finder of the unit; default: by probe name, then check id
     needs: tuple[str, ...] = ()
+    # Where the student was asked for this behaviour, one "generation: source" entry per course
+    # generation ("older: test_unit_embedding"), or "generation: not asked (why)"; see docs/RUBRIC.md.
+    asked: tuple[str, ...] = ()
+    about: str = ""  # what the reference does, for the note when the check is not asked at all
+    # An expected refusal (the reference raised) is matched by the exception's class ("named", the
+    # class the course names; where it is raised does not matter) or by any exception ("any": the
+    # assignment asks for a refusal but names no class).
+    refusal: Refusal = "named"
+    cases: dict[str, CaseSpec] = Field(default_factory=dict)
+    score_unasked: bool = False  # the rubric's setting unless the check sets its own
+    generations: tuple[str, ...] = ()  # the rubric's, copied in when it loads
 
     @property
     def public(self) -> bool:
         return self.visibility == "visible"
+
+    def source(self, generation: str, case: CaseSpec | None = None) -> str | None:
+        """The ``asked`` source of ``generation`` for the check, or for one of its cases (which
+        inherits the check's entries it does not name); None when neither names it."""
+        for entries in ((case.asked if case else ()), self.asked):
+            for entry in entries:
+                name, _, where = entry.partition(":")
+                if name.strip() == generation:
+                    return where.strip()
+        return None
 
 
 class Rubric(Record):
@@ -52,6 +90,11 @@ class Rubric(Record):
     sha256: str
     due_date: str | None = None  # releases the after_due_date checks (grader.visibility); ISO 8601
     publish_date: str | None = None  # releases the after_published checks
+    # The course generations whose material the ``asked`` entries cite (e.g. "older", "newer").
+    generations: tuple[str, ...] = ()
+    # Score behaviour the assignment never asked for (found only in the official solution); off by
+    # default, when it is a 0-point note. A check's own ``score_unasked`` wins.
+    score_unasked: bool = False
 
     @model_validator(mode="after")
     def _dates(self) -> Rubric:
@@ -69,6 +112,34 @@ class Rubric(Record):
         dupes = sorted({i for i in ids if ids.count(i) > 1})
         if dupes:
             raise ValueError(f"duplicate check ids: {', '.join(dupes)}")
+        return self
+
+    @model_validator(mode="after")
+    def _provenance(self) -> Rubric:
+        """Every scored check names, for each generation, where the student was asked for it."""
+        if not self.generations:
+            return self
+        known = set(self.generations)
+        for c in self.checks:
+            for entry in (*c.asked, *(e for case in c.cases.values() for e in case.asked)):
+                name, colon, where = entry.partition(":")
+                if not colon or name.strip() not in known or not where.strip():
+                    raise ValueError(f"check {c.id}: asked entry {entry!r} is not 'generation: source' with a "
+                                     f"generation of {', '.join(self.generations)}")
+            missing = [g for g in self.generations if c.source(g) is None]
+            if c.points > 0 and missing:
+                raise ValueError(f"check {c.id} scores {c.points:g} points but does not say where the "
+                                 f"{' and '.join(missing)} generation asks for it (asked = [\"{missing[0]}: ...\"])")
+            sources = [c.source(g) or "" for g in self.generations]
+            if c.points > 0 and all(s.startswith((NOT_ASKED, NOT_APPLICABLE)) for s in sources):
+                raise ValueError(f"check {c.id} scores {c.points:g} points, but no generation asks for it: "
+                                 "give it 0 points (a note) or name what asks for it")
+            for key, case in {"": None, **c.cases}.items():
+                if not (case.about if case else c.about) and any(
+                        (c.source(g, case) or "").startswith(NOT_ASKED) for g in self.generations):
+                    raise ValueError(f"check {c.id}{f' case {key!r}' if key else ''} is not asked in some "
+                                     "generation; say what the reference does there (about = \"the reference also "
+                                     "...\")")
         return self
 
     @property
@@ -130,6 +201,8 @@ def _validate(p: Path, data: dict[str, Any], sha: str) -> Rubric:
             raise RubricError(f"rubric {p}: check {merged.get('id')!r} names unknown probe {merged['probe']!r}; "
                               f"known: {', '.join(sorted(probes))}")
         merged["needs"] = probe.needs
+        merged.setdefault("score_unasked", data.get("score_unasked", False))
+        merged["generations"] = data.get("generations", ())
         comparator = merged.get("comparator", "match")
         if comparator not in rules.comparator_names():
             raise RubricError(f"rubric {p}: check {merged.get('id')!r} names unknown comparator {comparator!r}; "
@@ -144,7 +217,8 @@ def _validate(p: Path, data: dict[str, Any], sha: str) -> Rubric:
     except ValidationError as e:
         first = e.errors()[0]
         where = ".".join(str(x) for x in first["loc"])
-        raise RubricError(f"rubric {p}: {where}: {first['msg']}") from None
+        text = str(first["msg"]).removeprefix("Value error, ")
+        raise RubricError(f"rubric {p}: {where}: {text}" if where else f"rubric {p}: {text}") from None
     missing = sorted({n for c in rubric.checks for n in c.needs} - set(rubric.targets))
     if missing:
         raise RubricError(f"rubric {p}: checks need {', '.join(missing)}, which are not in targets")

@@ -51,7 +51,7 @@ def test_golden_report(grader_local: Grader, path: Path) -> None:
 def test_correct_submissions_get_full_marks_and_each_bug_loses_points(grader_local: Grader) -> None:
     for path in SUBMISSION_FILES:
         report = grader_local.grade(path)
-        if path.name.startswith("correct"):
+        if path.name.startswith(("correct", "unasked")):  # unasked_*: skips only what the course never asks
             assert report.score == report.max_score == 100, path.name
         else:
             assert report.score < 100, path.name

@@ -83,3 +83,39 @@ def test_a_typo_in_a_comparator_or_diagnosis_name_is_an_error_naming_the_check(
     path.write_text(text.replace(old, new), encoding="utf-8")
     with pytest.raises(RubricError, match=re.escape(message)):
         load_rubric(path)
+
+
+def test_every_scored_check_says_where_each_generation_asks_for_it() -> None:
+    """The rule of fair points: a point is taken only for what the student was asked (docs/RUBRIC.md)."""
+    rubric = load_rubric()
+    assert rubric.generations == ("older", "newer") and rubric.score_unasked is False
+    for check in rubric.checks:
+        for generation in rubric.generations:
+            source = check.source(generation)
+            assert source, (check.id, generation)
+        if check.points > 0:
+            assert any(not check.source(g, None).startswith(("not asked", "does not apply"))  # type: ignore[union-attr]
+                       for g in rubric.generations), check.id
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        pytest.param('  "newer: test_unit_embedding; Embedding.forward docstring', '  "later: x", "newer: x',
+                     "is not 'generation: source'", id="unknown-generation"),
+        pytest.param('  "older: test_unit_embedding (1-D and 2-D shapes); tests/11_embeddings/test_embeddings_core.py '
+                     '(embed(tokens) on a batch)",\n', "",
+                     "does not say where the older generation asks for it", id="no-source"),
+        pytest.param('points = 0  # not asked', 'points = 2  # not asked', "no generation asks for it",
+                     id="points-for-nothing-asked"),
+        pytest.param('about = "the reference also returns shape (0, embed_dim) for an empty id array"', "",
+                     "say what the reference does there", id="no-note-text"),
+    ],
+)
+def test_a_scored_check_without_its_source_does_not_load(tmp_path: Path, old: str, new: str, message: str) -> None:
+    base = EMBEDDINGS_RUBRIC.read_text()
+    assert old in base
+    path = tmp_path / "r.toml"
+    path.write_text(base.replace(old, new, 1))
+    with pytest.raises(RubricError, match=message):
+        load_rubric(path)

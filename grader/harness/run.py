@@ -17,6 +17,7 @@ import types
 from typing import Any
 
 from .npyio import write_arrays
+from .probes.common import RAISED, take_caught
 from .records import stamped, status_file
 from .runners import Runners
 
@@ -132,9 +133,12 @@ def execute_probe(check: dict[str, Any], probe: Any, namespace: dict[str, Any]) 
     started = _monotonic()
     record: dict[str, Any] = {"check": check["id"]}
     arrays: dict[str, Any] = {}
+    take_caught()
     try:
         outputs = probe.run(namespace, probe.decode(check["inputs"]))
         facts, arrays = probe.split(outputs)
+        if raised := take_caught():
+            facts[RAISED] = raised
         record.update(status="ok", facts=facts, arrays=sorted(arrays))
     except MemoryError as e:
         record.update(status="oom", error=describe_exception(e))

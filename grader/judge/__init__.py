@@ -11,6 +11,7 @@ from typing import Any
 from ..channel import CheckOutput
 from ..models import CheckResult, CheckStatus, Figure, shown
 from ..rubric import CheckSpec
+from . import asked, crash
 from .compare import Cause, Mismatch, compare, one_line
 from .rules import GENERIC_COMPARATOR, Comparator, JudgeRules  # noqa: F401  (the unit interface)
 
@@ -22,21 +23,27 @@ _OUTCOME_STATUS: dict[str, CheckStatus] = {
 
 
 def judge(spec: CheckSpec, called: str, inputs: dict[str, Any], got: CheckOutput, expected: CheckOutput,
-          rules: JudgeRules) -> CheckResult:
-    """Compare one check's outputs with the reference's and explain any difference."""
+          rules: JudgeRules, generation: str | None = None, code: crash.Code | None = None) -> CheckResult:
+    """Compare one check's outputs with the reference's and explain any difference, scoring only
+    what the submission's course ``generation`` asked for (grader.judge.asked). ``code``: the
+    student's kept lines, by (cell, line), for a cause that quotes the statement that raised."""
+    code = code or {}
     if got.outcome != "ok":
-        return _not_ok(spec, called, inputs, got, rules)
+        return _not_ok(spec, called, inputs, got, rules, generation, code)
     skip = rules.not_applicable.get(spec.comparator)
     if skip is not None and (reason := skip(got)):
         return _result(spec, "passed", f"Not applicable: {reason}.", called, got.duration_ms)
+    scoped = asked.scope(spec, got, expected, generation)
+    got = scoped.got
     matcher = rules.comparators.get(spec.comparator)
     mismatches = (matcher(got, expected, inputs) if matcher
                   else compare(got, expected, spec.rtol, spec.atol))
     if not mismatches:
-        return _result(spec, "passed", "", called, got.duration_ms)
+        return _result(spec, "passed", "\n".join(scoped.beyond), called, got.duration_ms)
     diagnose = (rules.diagnoses.get(spec.diagnosis) if spec.diagnosis
                 else rules.diagnoses.get(spec.probe) or rules.diagnoses.get(spec.id))
-    found = diagnose(got, expected, inputs) if diagnose else None
+    found = (diagnose(got, expected, inputs) if diagnose else None) or crash.cause(
+        got, expected, code, _meaning(rules, inputs))
     cause = Cause(found) if isinstance(found, str) else found
     lines = [m.text for m in mismatches[:4]]
     if len(mismatches) > 4:
@@ -44,24 +51,36 @@ def judge(spec: CheckSpec, called: str, inputs: dict[str, Any], got: CheckOutput
     if cause is not None:
         see = f" (see {cause.upstream}, which fails too)" if cause.upstream else ""
         lines.append(f"Likely cause: {cause.text}{see}.")
+    lines.extend(scoped.beyond)
     hint = cause is None or (cause.hint and not cause.upstream)  # the hint is about this check's own part
     result = _result(spec, "failed", "\n".join(lines), called, got.duration_ms, hint=hint)
     return result.model_copy(update={"figures": _figures(got, expected, mismatches)})
 
 
-def _not_ok(spec: CheckSpec, called: str, inputs: dict[str, Any], got: CheckOutput, rules: JudgeRules) -> CheckResult:
-    """A check whose probe did not finish: what happened, and a likely cause when the error tells one."""
+def _not_ok(spec: CheckSpec, called: str, inputs: dict[str, Any], got: CheckOutput, rules: JudgeRules,
+            generation: str | None, code: crash.Code) -> CheckResult:
+    """A check whose probe did not finish: what happened, and a likely cause when the error tells one.
+    Running out of memory where no memory budget was asked for (the check's ``oom`` case) is a note."""
+    if asked.out_of_memory_unasked(spec, got, generation):
+        return _result(spec, "passed", asked.memory_note(spec, _outcome_text(spec, got)), called, got.duration_ms)
     status = _OUTCOME_STATUS[got.outcome]
     # a target that could not be defined (the host's note) makes this check's hint beside the point
     hint = not (got.outcome == "error" and got.note)
     text = _outcome_text(spec, got)
     reason = rules.error_cause(got, inputs) if got.outcome == "error" and rules.error_cause else None
+    if not reason and got.outcome in ("error", "oom"):
+        reason = crash.error_cause(got, code, _meaning(rules, inputs))
     if reason:
         text += f"\nLikely cause: {reason}."
     result = _result(spec, status, text, called, got.duration_ms, hint=hint)
     if got.outcome == "error" and got.error is not None and got.error.message and spec.public:
         result = result.model_copy(update={"student_text": shown(got.error.message)})
     return result
+
+
+def _meaning(rules: JudgeRules, inputs: dict[str, Any]) -> crash.Meaning | None:
+    read = rules.crash_meaning
+    return (lambda kind, message: read(kind, message, inputs)) if read else None
 
 
 MAX_FIGURE_CELLS = 128 * 128

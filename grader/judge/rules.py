@@ -3,7 +3,7 @@ tests, by name, valid within that unit only (two units may use the same names)."
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -12,6 +12,8 @@ from .compare import Diagnosis, Mismatch
 
 Comparator = Callable[[CheckOutput, CheckOutput, dict[str, Any]], list[Mismatch]]
 ErrorCause = Callable[[CheckOutput, dict[str, Any]], "str | None"]
+Generation = Callable[[Mapping[str, CheckOutput]], "str | None"]
+CrashMeaning = Callable[[str, str, dict[str, Any]], "str | None"]
 GENERIC_COMPARATOR = "match"  # every output equal to the reference's within the check's tolerances
 
 
@@ -25,12 +27,18 @@ class JudgeRules:
     at all; one that does not apply passes with a note saying why (every generation of a course
     is graded out of the same total).
     ``error_cause``: a likely cause for any check whose probe raised (outcome ``error``), read from
-    the error and the inputs (say, a table of the wrong shape); None when the error does not tell."""
+    the error and the inputs (say, a table of the wrong shape); None when the error does not tell.
+    ``generation``: the course generation (one of the rubric's ``generations``) a submission is
+    written for, read from every check's outputs; None when they do not tell.
+    ``crash_meaning``: what an exception a valid call raised means for this module, read from its
+    class, its message and the check's inputs (grader.judge.crash); None to leave it to the core."""
 
     comparators: dict[str, Comparator] = field(default_factory=dict)
     diagnoses: dict[str, Diagnosis] = field(default_factory=dict)
     not_applicable: dict[str, Callable[[CheckOutput], str | None]] = field(default_factory=dict)
     error_cause: ErrorCause | None = None
+    generation: Generation | None = None
+    crash_meaning: CrashMeaning | None = None
 
     def comparator_names(self) -> set[str]:
         return {GENERIC_COMPARATOR, *self.comparators, *self.not_applicable}

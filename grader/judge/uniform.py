@@ -90,9 +90,14 @@ def likely_cause(values: np.ndarray, limit: float, others: dict[str, float]) -> 
     for formula, other in others.items():
         if abs(other - limit) > 0.02 * limit and judge_draw(values, other, formula).problem is None:
             return f"the values are a uniform draw from ±{formula} = ±{other:.4g}, not ±{limit:.4g}"
-    if values.min() >= 0:
-        return "every value is >= 0: draw from [-limit, +limit] (np.random.uniform(-limit, limit, shape)), not [0, limit]"
     distinct = np.unique(values).size
+    if distinct == 1:
+        value = float(values.reshape(-1)[0])
+        made = "np.zeros" if value == 0 else "np.ones" if value == 1 else "np.full"
+        return (f"every value is {value:.4g}: the table is a constant ({made}), never drawn at random; draw it "
+                f"uniformly from [-{limit:.4g}, +{limit:.4g}] (np.random.uniform(-limit, limit, shape))")
+    if values.min() >= 0 and values.max() > 0 and distinct > 16:
+        return "every value is >= 0: draw from [-limit, +limit] (np.random.uniform(-limit, limit, shape)), not [0, limit]"
     if distinct <= 16:
         return f"the table holds only {distinct} distinct values: it must be drawn at random, not filled with a pattern"
     centred = values - values.mean()

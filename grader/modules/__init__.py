@@ -106,7 +106,9 @@ class ModuleUnit:
         return JudgeRules(comparators=dict(getattr(judge, "COMPARATORS", {})),
                           diagnoses=dict(getattr(judge, "DIAGNOSES", {})),
                           not_applicable=dict(getattr(judge, "NOT_APPLICABLE", {})),
-                          error_cause=getattr(judge, "ERROR_CAUSE", None))
+                          error_cause=getattr(judge, "ERROR_CAUSE", None),
+                          generation=getattr(judge, "GENERATION", None),
+                          crash_meaning=getattr(judge, "CRASH_MEANING", None))
 
     @property
     def label(self) -> str:

@@ -34,7 +34,7 @@ def upload(service: Service, course: str, assignment: str, student: str, name: s
 
 
 def test_dashboard_filters_shows_the_class_and_exports_a_valid_canvas_csv(browser: Any, service: Service) -> None:
-    upload(service, "cs249", "m11", "alice", "bug_index_off_by_one.ipynb", notebook_bytes("bug_index_off_by_one.ipynb"))
+    upload(service, "cs249", "m11", "alice", "bug_backward_overwrite.ipynb", notebook_bytes("bug_backward_overwrite.ipynb"))
     upload(service, "cs249", "m11", "bob", "correct.ipynb", notebook_bytes("correct_tinytorch.ipynb"))
     sign_in(browser, service, service.staff_token)
     assert browser.current_url.endswith("/staff")

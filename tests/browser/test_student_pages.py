@@ -133,14 +133,14 @@ def test_drag_and_drop_upload_history_and_the_difference_between_attempts(browse
 
 
 def test_another_students_result_and_the_staff_pages_are_refused(browser: Any, service: Service) -> None:
-    alices = _upload_via_api(service, "alice", "bug_index_off_by_one.ipynb")
+    alices = _upload_via_api(service, "alice", "bug_backward_overwrite.ipynb")
     sign_in(browser, service, service.tokens["bob"])
     for url in (f"/s/{alices}", f"/staff/s/{alices}", "/staff", "/staff/c/cs249/m11",
                 "/staff/c/cs249/m11/export/canvas", f"/s/{alices[::-1]}", "/c/xss/m11"):
         browser.get(service.url + url)
         heading = by_css(browser, "h1").text
         assert heading in ("Not found", "Not allowed"), (url, heading)
-        assert "bug_index_off_by_one" not in browser.page_source and "Alice" not in browser.page_source
+        assert "bug_backward_overwrite" not in browser.page_source and "Alice" not in browser.page_source
     inspect_page(browser, "refused")
     # The same requests outside the browser, with Bob's cookie: no page of Alice's, no staff data.
     cookie = {c["name"]: c["value"] for c in browser.get_cookies()}

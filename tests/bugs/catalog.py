@@ -9,39 +9,20 @@ notebooks; ``tests/test_checks.py`` grades them and checks that they are in sync
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).parent
+from .families import FAMILY_BUGS, STYLES
+from .kinds import HERE, NEWER, OLDER, Bug, Style
+
+__all__ = ["BUGS", "NEWER", "OLDER", "STYLES", "Bug", "Style", "build"]
 SUBMISSIONS = HERE.parents[1] / "submissions"
-OLDER, NEWER = "correct_tinytorch.ipynb", "correct_newer_generation.ipynb"
 
 
-@dataclass(frozen=True)
-class Bug:
-    name: str
-    base: str
-    edits: tuple[tuple[str, str], ...]
-    fails: tuple[str, ...]
-    cause: str
-    about: str
-
-    @property
-    def path(self) -> Path:
-        return HERE / f"{self.name}.ipynb"
-
-
-BUGS = (
+BUGS: tuple[Bug, ...] = (
     Bug("bug_ids_int16", OLDER,
         (("rows = self.weight.data[ids.astype(int)]", "rows = self.weight.data[ids.astype(np.int16)]"),),
         ("emb_large_ids",), "went through int16, which wraps at 32768",
         "The lookup casts ids to int16 (to save memory), so ids from 32768 on wrap to negative rows."),
-    Bug("bug_index_check_all", OLDER,
-        (("if ids.size and (ids.min() < 0 or ids.max() >= self.vocab_size):",
-          "if ids.size and (np.all(ids < 0) or np.all(ids >= self.vocab_size)):"),),
-        ("emb_index_error",), "ANY id is out of range",
-        "The range check uses np.all, so one bad id among good ones gets through ([-1, 2] reads the last row)."),
     Bug("bug_emb_no_attrs", OLDER,
         (("        self.vocab_size = vocab_size\n        self.embed_dim = embed_dim\n\n        # Glorot", "        # Glorot"),
          ("if ids.size and (ids.min() < 0 or ids.max() >= self.vocab_size):",
@@ -49,7 +30,7 @@ BUGS = (
          ('f"Token ids must be in [0, {self.vocab_size}); "', 'f"Token ids must be in [0, {self.weight.shape[0]}); "'),
          ('return f"Embedding(vocab_size={self.vocab_size}, embed_dim={self.embed_dim})"',
           'return f"Embedding(vocab_size={self.weight.shape[0]}, embed_dim={self.weight.shape[1]})"')),
-        ("emb_attrs",), "no vocab_size or embed_dim attribute",
+        ("emb_attrs",), "no vocab_size",
         "Embedding never stores vocab_size and embed_dim; it reads the sizes from weight.shape instead."),
     Bug("bug_xavier_checkerboard", OLDER,
         (("table = np.random.uniform(-bound, bound, size=(vocab_size, embed_dim))",
@@ -62,20 +43,10 @@ BUGS = (
           "np.random.normal(0.0, 0.02, size=(max_seq_len, embed_dim)),"),),
         ("pe_init",), "normally distributed",
         "The position table is drawn as in GPT-2, normal with std 0.02, not uniformly from ±sqrt(2/D)."),
-    Bug("bug_pe_no_dim_check", OLDER,
-        (("        if embed_dim != self.embed_dim:\n            raise ValueError(\n"
-          "                f\"Expected embedding dimension {self.embed_dim}, got {embed_dim}\"\n            )\n", ""),),
-        ("pe_bad_shape",), "last dimension 1 was accepted",
-        "PositionalEncoding never compares x's last dimension with embed_dim: 1 broadcasts silently."),
     Bug("bug_pe_positions_off_by_one", OLDER,
         (("positions = self.position_embeddings[:seq_len]", "positions = self.position_embeddings[1:seq_len + 1]"),),
         ("pe_broadcast", "pe_too_long", "pe_grad", "layer_defaults", "layer_scale"), "positions are off by one",
         "Positions start at row 1; a sequence of max_seq_len then fails inside numpy (one row short)."),
-    Bug("bug_newer_layer_sin_no_length_check", NEWER,
-        (("            if start_pos + seq_len > self.max_seq_len:\n                raise ValueError(f\"Sequence of {seq_len} "
-          "from {start_pos} exceeds max_seq_len={self.max_seq_len}\")\n", ""),),
-        ("layer_sin_too_long", "layer_start_pos"), "no length check in the sinusoidal mode",
-        "Newer generation: the sinusoidal mode of EmbeddingLayer has no length check; numpy fails instead."),
     Bug("bug_layer_default_max_len", OLDER,
         (("def __init__(self, vocab_size: int, embed_dim: int, max_seq_len: int = 512,",
           "def __init__(self, vocab_size: int, embed_dim: int, max_seq_len: int = 256,"),),
@@ -86,10 +57,6 @@ BUGS = (
           "            positions = self.pos_encoding[:seq_len]\n            h + positions"),),
         ("layer_sin_values_visible", "layer_sin_values"), "the sinusoid table was not added",
         "The sinusoidal mode computes `h + positions` but never assigns it, so no positions are added."),
-    Bug("bug_newer_fraction_accepted", NEWER,
-        (("        if np.any(ids != np.round(ids)):\n            raise ValueError(\"Token ids must be whole numbers\")\n", ""),),
-        ("emb_bad_ids",), "an id of 1.5 was not rejected",
-        "Newer generation: the whole-number check is missing, so id 1.5 silently reads row 1."),
     Bug("bug_newer_backward_aliases_weight", NEWER,
         (("        grad_weight = np.zeros_like(weight.data)\n",
           "        grad_weight = weight.data  # reuse the table's memory\n        grad_weight[...] = 0.0\n"),),
@@ -120,11 +87,6 @@ BUGS = (
           "    def __call__(self, x: Tensor, start_pos: int = 0) -> Tensor:\n        return self.forward(x)"),),
         ("pe_start_pos", "layer_start_pos"), "__call__ drops start_pos",
         "Newer generation: PositionalEncoding.__call__ accepts start_pos but does not pass it to forward."),
-    Bug("bug_newer_length_check_ignores_start", NEWER,
-        (("        if start_pos + seq_len > self.max_seq_len:\n            raise ValueError(\n                f\"Positions",
-          "        if seq_len > self.max_seq_len:\n            raise ValueError(\n                f\"Positions"),),
-        ("pe_start_pos", "layer_start_pos"), "no length check that includes start_pos",
-        "Newer generation: PositionalEncoding's length check forgets start_pos; numpy fails instead."),
     Bug("bug_newer_backward_int16", NEWER,
         (("        flat_ids = np.asarray(self.indices, dtype=np.int64).reshape(-1)\n",
           "        flat_ids = np.asarray(self.indices, dtype=np.int16).reshape(-1)  # ids are small\n"),),
@@ -139,11 +101,6 @@ BUGS = (
         (("table = self.pos_encoding[start_pos:start_pos + seq_len]", "table = self.pos_encoding[:seq_len]"),),
         ("layer_start_pos",), "start_pos is ignored by forward",
         "Newer generation: the sinusoidal mode of EmbeddingLayer always adds the first seq_len rows."),
-    Bug("bug_empty_ids_min", OLDER,
-        (("if ids.size and (ids.min() < 0 or ids.max() >= self.vocab_size):",
-          "if ids.min() < 0 or ids.max() >= self.vocab_size:"),),
-        ("emb_shape",), "an empty id array raised ValueError",
-        "The range check calls ids.min() without guarding ids.size, so an empty id array raises instead of giving (0, D)."),
     Bug("bug_layer_none_no_attr", OLDER,
         (("        else:\n            self.pos_encoding = None\n", ""),),
         ("layer_attrs",), "has no pos_encoding attribute",
@@ -155,11 +112,6 @@ BUGS = (
           'return (f"EmbeddingLayer(vocab_size={self.token_embedding.vocab_size}, embed_dim={self.embed_dim}, "')),
         ("layer_attrs",), "EmbeddingLayer has no vocab_size attribute",
         "Newer generation: EmbeddingLayer keeps vocab_size only inside its token Embedding, not as its own attribute."),
-    Bug("bug_newer_start_pos_negative", NEWER,
-        (("if not isinstance(start_pos, (int, np.integer)) or start_pos < 0:",
-          "if not isinstance(start_pos, (int, np.integer)):"),),
-        ("pe_start_pos",), "start_pos=-1 failed inside numpy",
-        "Newer generation: PositionalEncoding checks that start_pos is an integer but not that it is >= 0."),
     Bug("bug_newer_sin_table_trainable", NEWER,
         (("    return Tensor(pe)\n", "    return Tensor(pe, requires_grad=True)\n"),),
         ("sin_fixed",), "created with requires_grad=True",
@@ -212,14 +164,6 @@ BUGS = (
           "window = self.position_embeddings[start_pos:seq_len]"),),
         ("pe_start_pos", "layer_start_pos"), "the window for start_pos is not seq_len (",
         "Newer generation: PositionalEncoding's window ends at seq_len, not at start_pos + seq_len, so it is too short."),
-    Bug("bug_ids_clipped", OLDER,
-        (("        ids = indices.data\n        if ids.size and (ids.min() < 0 or ids.max() >= self.vocab_size):\n"
-          "            raise ValueError(\n                f\"Token ids must be in [0, {self.vocab_size}); \"\n"
-          "                f\"got min={ids.min()}, max={ids.max()}\"\n            )\n",
-          "        # unknown ids fall back to the nearest valid row instead of crashing\n"
-          "        ids = np.clip(indices.data, 0, self.vocab_size - 1)\n"),),
-        ("emb_index_error",), "out-of-range ids are clamped into range",
-        "Out-of-range ids are clipped into [0, vocab_size - 1] with np.clip instead of raising ValueError."),
     Bug("bug_shared_table", OLDER,
         (("#| export\nclass Embedding:\n", "#| export\n_TABLES = {}  # (vocab_size, embed_dim) -> weight Tensor\n\n\n"
           "class Embedding:\n"),
@@ -267,7 +211,7 @@ def code_sources(nb: dict[str, Any]) -> list[str]:
     return ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"]
 
 
-def build(bug: Bug) -> str:
+def build(bug: Bug | Style) -> str:
     """The bug's notebook as JSON text: the base with its edits, edited cells' outputs cleared."""
     nb = json.loads((SUBMISSIONS / bug.base).read_text(encoding="utf-8"))
     for old, new in bug.edits:
@@ -280,7 +224,10 @@ def build(bug: Bug) -> str:
     return json.dumps(nb, indent=1, ensure_ascii=False) + "\n"
 
 
+BUGS = BUGS + FAMILY_BUGS
+
 if __name__ == "__main__":
-    for bug in BUGS:
+    entries: tuple[Bug | Style, ...] = (*BUGS, *STYLES)
+    for bug in entries:
         bug.path.write_text(build(bug), encoding="utf-8")
         print(bug.path.name)

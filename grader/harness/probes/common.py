@@ -71,6 +71,32 @@ def inject(obj: Any, values: np.ndarray, what: str) -> Any:
 
 
 FOREIGN = " from numpy or the Tensor library, not from your own check"
+RAISED = "aux_raised"  # the fact that lists what the probe's calls raised (grader.judge.crash)
+_caught: list[str] = []
+
+
+def caught(e: BaseException, kind: str) -> None:
+    """Keep what a call raised and where: the innermost line of the student's cells, then the
+    exception's message, as "kind|type|cell|line|function|message" (kind: "value" for a call
+    meant to return something, "refusal" for one that may be meant to raise)."""
+    if len(_caught) >= 8:
+        return
+    cell, line, name = "", "", ""
+    for frame in traceback.extract_tb(e.__traceback__):
+        if frame.filename.startswith("<cell ") and frame.filename.endswith(">"):
+            cell, line, name = frame.filename[6:-1], str(frame.lineno), frame.name
+    try:
+        message = " ".join(str(e).split())
+    except Exception:
+        message = ""
+    _caught.append(f"{kind}|{type(e).__name__[:60]}|{cell}|{line}|{name[:40]}|{message}"[:200])
+
+
+def take_caught() -> list[str]:
+    """What the calls of one probe raised, in order; the list starts afresh."""
+    found = list(_caught)
+    _caught.clear()
+    return found
 
 
 def raised(call: Callable[[], Any], expected: type[BaseException] = ValueError) -> str:
@@ -83,8 +109,10 @@ def raised(call: Callable[[], Any], expected: type[BaseException] = ValueError) 
     try:
         call()
     except expected as e:
+        caught(e, "refusal")
         return exception_name(e, expected)
     except Exception as e:
+        caught(e, "refusal")
         return type(e).__name__
     return "none"
 
@@ -108,6 +136,7 @@ def attempt(call: Callable[[], Any], what: str) -> np.ndarray | str:
     except ProbeError as e:  # the probe's own sentence (the result is None, not numeric, ...)
         return str(e)[:500]
     except Exception as e:
+        caught(e, "value")
         return "raised " + exception_name(e)
 
 

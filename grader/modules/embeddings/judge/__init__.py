@@ -7,6 +7,7 @@ student's numbers, and speaks only when it holds. They never decide pass or fail
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -17,7 +18,7 @@ from ....judge import uniform
 from ....judge.compare import Cause, Diagnosis, Mismatch, close
 from ..probes import IN_GRAPH
 from . import api as embeddings_api
-from . import layout, returned, scale
+from . import crashes, layout, returned, scale, sinusoid
 
 Inputs = dict[str, Any]
 NO_GRAD_CAUSE = ("the gradient never reached the weights: forward must connect its output to the weight "
@@ -102,12 +103,20 @@ def emb_index_error(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Caus
     clamped = [f"id {token} read row {row}" for token, accepted, row, edge in (
         (v, at_v, got.facts.get("aux_row_of_vocab"), v - 1), (-1, neg, got.facts.get("aux_row_of_minus_one"), 0))
         if accepted == "none" and row == edge]
+    wrapped = at_v == "none" and got.facts.get("aux_row_of_vocab") == 0
+    unchecked = wrapped or (not clamped and at_v == "none" and neg == "none")
     if clamped:
         causes.append(f"out-of-range ids are clamped into range ({' and '.join(clamped)}, as np.clip(ids, 0, "
                       "vocab_size - 1) does): a bad id is an error, raise ValueError instead of clipping it")
+    elif wrapped:
+        causes.append(f"out-of-range ids wrap around (id {v} read row 0, as np.take(..., mode='wrap') or ids % "
+                      "vocab_size does) and nothing checks them: raise ValueError when any id < 0 or >= vocab_size")
+    elif unchecked:
+        causes.append("neither id == vocab_size nor id -1 was refused: there is no range check; raise ValueError "
+                      "when any id < 0 or >= vocab_size")
     elif at_v == "none":
         causes.append("id == vocab_size was accepted: the check must be ids >= vocab_size, not > vocab_size")
-    if neg == "none" and not clamped:
+    if neg == "none" and not clamped and not unchecked:
         wraps = got.facts.get("aux_row_of_minus_one") == v - 1
         causes.append("id -1 was accepted" + (" (numpy silently wraps negative indices to the last row)" if wraps
                                               else "") + ": reject ids < 0")
@@ -210,6 +219,12 @@ def grad_batch(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
     overwrite[ids.reshape(-1)] = g.reshape(-1, g.shape[-1])
     if np.array_equal(grad, overwrite):
         return "repeated ids overwrite each other: accumulate with np.add.at over the flattened batch"
+    per_row = np.zeros_like(i["weight"])
+    for row_ids, row_grad in zip(ids, g, strict=True):
+        per_row[row_ids] += row_grad  # numpy's fancy +=: a repeated id within one row adds only once
+    if _same(grad, per_row):
+        return ("grad[ids] += upstream keeps only one row per repeated id (numpy's fancy-index += does not add "
+                "twice): accumulate with np.add.at(grad, ids, upstream)")
     return scale.gradient_scale(got, exp, {"grad": ids.size})
 
 
@@ -248,6 +263,9 @@ def pe_too_long(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
 
 
 def pe_grad(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause | None:
+    if str(got.facts.get("grad", "")).startswith("no gradient") and got.facts.get("aux_table_trainable") is False:
+        return ("the position table was created without requires_grad=True, so no gradient is kept for it: "
+                "create position_embeddings as Tensor(..., requires_grad=True)")
     if str(got.facts.get("grad", "")).startswith("no gradient"):
         return ("the gradient never reached position_embeddings: build the output with Tensor operations "
                 "(x + self.position_embeddings[:seq_len]), not Tensor(x.data + ...)")
@@ -286,25 +304,9 @@ def _pe_table_grad_cause(grad: np.ndarray, g: np.ndarray) -> str | Cause | None:
     return None
 
 
-def _sinusoid(max_len: int, dim: int, *, swap: bool = False, per_column: bool = False, base: float = 10000.0,
-              halves: bool = False, padded: bool = False) -> np.ndarray:
-    """The sinusoid table, or one of its usual mistakes; ``padded``: the exponent divides by the even width
-    (D + 1 for odd D) of a table built for whole (sin, cos) pairs and then cut to D columns."""
-    pos = np.arange(max_len)[:, None]
-    col = np.arange(dim)[None, :]
-    if halves:  # sines of frequency i in column i, then the cosines: concatenated, not interleaved
-        first = (dim + 1) // 2
-        pair = np.where(col < first, col, col - first)
-        angle = pos / base ** (2 * pair / dim)
-        return np.where(col < first, np.sin(angle), np.cos(angle))
-    exponent = (col if per_column else 2 * (col // 2)) / (dim + dim % 2 if padded else dim)
-    angle = pos / base**exponent
-    even = (col % 2 == 0) != swap
-    return np.where(even, np.sin(angle), np.cos(angle))
-
-
-HALVES = ("the sines fill the first half of the columns and the cosines the second half (concatenated): the "
-          "course interleaves them, PE[:, 0::2] = sin and PE[:, 1::2] = cos")
+_sinusoid = sinusoid.table
+HALVES = sinusoid.HALVES
+_REJECTED_SHAPE = re.compile(r"^shape \((\d+), (\d+)\) differs")
 
 
 def sin_pos0(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
@@ -313,44 +315,52 @@ def sin_pos0(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
             return "row 0 starts [1, 0, ...]: sin and cos are swapped (even columns sin, odd columns cos)"
         if row.ndim == 1 and row.size >= 3 and np.allclose(row, _sinusoid(1, row.size, halves=True)[0]):
             return f"row 0 is [0, ..., 0, 1, ..., 1]: {HALVES}"
+        if row.ndim == 1 and (cause := sinusoid.fit(row[None, :], i["max_len"], row.size, slice(0, 1))):
+            return cause
     return None
 
 
 def sin_values(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
-    variants: dict[str, dict[str, Any]] = {
-        "sin and cos are swapped: even columns take sin, odd columns cos": {"swap": True},
-        "the frequency uses each column's own index: columns 2i and 2i+1 must share 10000^(2i/D)": {"per_column": True},
-        "the base is not 10000": {"base": 1000.0},
-        HALVES: {"halves": True},
-        "for odd embed_dim the exponent divides by D + 1 (the width of whole sin/cos pairs) instead of D: the "
-        "frequencies are 10000^(2i/D) with D itself, then the last cos is dropped": {"padded": True},
-    }
-    for name, table in got.arrays.items():
-        dim = int(name.rsplit("_d", 1)[1])
-        right = _sinusoid(i["max_len"], dim)
-        for cause, kwargs in variants.items():
-            variant = _sinusoid(i["max_len"], dim, **kwargs)
-            if table.shape == right.shape and not _same(variant, right) and _same(table, variant):
-                return cause
-    for name, table in got.arrays.items():
-        if _half_precision(table, _sinusoid(i["max_len"], int(name.rsplit("_d", 1)[1]))):
+    for name, got_table in got.arrays.items():
+        if cause := sinusoid.fit(got_table, i["max_len"], int(name.rsplit("_d", 1)[1])):
+            return cause
+    for name, got_table in got.arrays.items():
+        if _half_precision(got_table, _sinusoid(i["max_len"], int(name.rsplit("_d", 1)[1]))):
             return ("the values are right to float16 precision only (every value is a float16 number): compute and "
                     "store the table in float32 (or float64)")
     for name, reason in got.rejected.items():
+        shape = _REJECTED_SHAPE.match(reason)
+        if shape and int(shape[1]) != i["max_len"] and int(shape[2]) == int(name.rsplit("_d", 1)[1]):
+            return (f"the table has {shape[1]} rows whatever max_seq_len is: create_sinusoidal_embeddings(max_seq_len, "
+                    f"embed_dim) returns exactly max_seq_len rows (here {i['max_len']})")
         if "shape" in reason and name.endswith(tuple(f"_d{d}" for d in i["dims"] if d % 2)):
             return "odd embed_dim is not handled: the table must have exactly D columns (drop the last cos)"
     return None
 
 
-def layer_modes(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
+def _a(name: str) -> str:
+    return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
+
+
+def layer_modes(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause | None:
+    sin_type = got.facts.get("aux_sin_type")
+    if sin_type not in (None, "Tensor") and any(
+            str(got.facts.get(f"sinusoidal_shape_{n}", "")).startswith("raised") for n in ("1d", "2d")):
+        return Cause(f"create_sinusoidal_embeddings returns {_a(str(sin_type))}, not a Tensor, and the sinusoidal mode fails "
+                     "on it: return Tensor(table)", hint=False)
     if got.facts.get("bogus_mode") == "none":
         return "an unknown pos_encoding was accepted: raise ValueError for anything but 'learned', 'sinusoidal', None"
+    learned, held = got.facts.get("learned_params"), got.facts.get("aux_learned_trainable")
+    if isinstance(learned, int) and isinstance(held, int) and learned < 2 <= held:
+        return embeddings_api.MISSING_TABLE
     if got.facts.get("None_params") not in (1, None):
         return "pos_encoding=None must not create (or count) a positional table: parameters() is [token weights]"
     if got.facts.get("sinusoidal_params") not in (1, None):
         return "the sinusoidal table is fixed, not a parameter: parameters() is [token weights]"
     for mode in ("learned", "sinusoidal", "None"):
-        if got.facts.get(f"{mode}_shape_1d") != exp.facts.get(f"{mode}_shape_1d"):
+        one, two = got.facts.get(f"{mode}_shape_1d"), got.facts.get(f"{mode}_shape_2d")
+        if isinstance(one, list) and two == exp.facts.get(f"{mode}_shape_2d") and one != exp.facts.get(
+                f"{mode}_shape_1d"):
             return "1-D tokens (seq,) must give a 2-D output (seq, embed_dim): add a batch axis, then remove it"
     return None
 
@@ -372,8 +382,11 @@ def layer_sin_values(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cau
     if sin is not None and not _same(rows, tok) and _same(out, rows + sin[:seq]):
         return Cause("the layer is right for the rows your Embedding returns, but the lookup itself is wrong",
                      "emb_lookup")
-    if _same(out, tok + _sinusoid(i["max_len"], i["dim"], swap=True)[:seq]):
-        return "the added sinusoid has sin and cos swapped"
+    right = _sinusoid(i["max_len"], i["dim"])[:seq]
+    for mistake in sinusoid.MISTAKES:
+        variant = _sinusoid(i["max_len"], i["dim"], **mistake.kwargs)[:seq]
+        if not _same(variant, right) and _same(out, tok + variant):
+            return Cause(f"the added sinusoid table is wrong: {mistake.cause}", "sin_values")
     return _layer_1d_cause(got, exp, i) if sin is not None and _same(out, tok + sin[:seq]) else None
 
 
@@ -489,3 +502,5 @@ def error_cause(got: CheckOutput, i: Inputs) -> str | None:
 ERROR_CAUSE = error_cause
 COMPARATORS = {"xavier_bounds": xavier_bounds, "pe_init_bounds": pe_init_bounds}
 NOT_APPLICABLE = embeddings_api.NOT_APPLICABLE
+GENERATION = embeddings_api.generation
+CRASH_MEANING = crashes.meaning

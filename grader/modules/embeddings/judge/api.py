@@ -7,7 +7,7 @@ when it holds; ``Cause.upstream`` names a check whose failure explains this one.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -39,11 +39,13 @@ def older_generation(got: CheckOutput) -> str | None:
 # ---- start_pos -------------------------------------------------------------------------------
 
 
-def _takes_no_start_pos(got: CheckOutput, names: tuple[str, ...]) -> str | None:
+def _takes_no_start_pos(got: CheckOutput, names: tuple[str, ...], owner: str) -> str | None:
+    """A TypeError from a method that names no start_pos parameter (the probe read the signatures)."""
+    takes = got.facts.get("aux_takes_start_pos")
     for name in names:
         value = got.facts.get(name)
-        if value == "raised TypeError":
-            method = "__call__" if "call" in name.split("_") else "forward"
+        method = "__call__" if "call" in name.split("_") else "forward"
+        if value == "raised TypeError" and not (isinstance(takes, list) and f"{owner}.{method}" in takes):
             return (f"{method} does not accept start_pos (TypeError): give it a start_pos=0 parameter"
                     + (" and pass it on to self.forward" if method == "__call__" else ""))
     return None
@@ -101,7 +103,7 @@ def pe_start_pos(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause |
     x, table, s = i["x"], i["table"], i["start"]
     seq = x.shape[1]
     at_start, at_zero = x + table[s:s + seq], x + table[:seq]
-    cause = (_takes_no_start_pos(got, ("forward_shifted", "call_shifted"))
+    cause = (_takes_no_start_pos(got, ("forward_shifted", "call_shifted"), "PositionalEncoding")
              or _window_causes(got, "forward_shifted", at_start, at_zero, "position rows")
              or _window_causes(got, "call_shifted", at_start, at_zero, "position rows"))
     if cause:
@@ -137,7 +139,14 @@ def _bad_start_causes(got: CheckOutput) -> str | None:
 def layer_start_pos(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause | None:
     tok = i["weight"][i["tokens"].astype(int)]
     s, seq = i["start"], tok.shape[1]
-    cause = _takes_no_start_pos(got, ("learned_forward", "learned_call", "sin_forward", "sin_call"))
+    cause: str | Cause | None = _takes_no_start_pos(got, ("learned_forward", "learned_call", "sin_forward", "sin_call"),
+                                "EmbeddingLayer")
+    if cause is None and got.facts.get("aux_sin_type") not in (None, "Tensor") and any(
+            str(got.facts.get(name, "")).startswith("raised") for name in ("sin_forward", "sin_call")):
+        kind = str(got.facts["aux_sin_type"])
+        article = "an" if kind[:1] in "aeiou" else "a"
+        cause = Cause(f"create_sinusoidal_embeddings returns {article} {kind}, not a Tensor, and the sinusoidal mode "
+                      "fails on it: return Tensor(table)", hint=False)
     if cause:
         return cause
     upstream = upstream_positions(got, i["table"][s:s + seq], lambda added: tok + added, "learned_forward",
@@ -357,8 +366,15 @@ def layer_sin_too_long(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | C
     return None
 
 
+MISSING_TABLE = ("parameters() leaves out the learned position table: the layer holds it (its PositionalEncoding "
+                 "has one), but an optimizer only trains what parameters() returns; return the token weights and "
+                 "the PositionalEncoding's parameters")
+
+
 def layer_defaults(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause | None:
-    rows = got.facts.get("param_rows")
+    rows, held = got.facts.get("param_rows"), got.facts.get("aux_trainable_rows")
+    if isinstance(rows, list) and isinstance(held, list) and len(rows) < 2 and len(held) >= 2 and set(rows) < set(held):
+        return Cause(MISSING_TABLE, hint=False)
     if isinstance(rows, list) and len(rows) != 2:
         return (f"EmbeddingLayer(vocab_size, embed_dim) has {len(rows)} parameter tensors: by default "
                 "pos_encoding='learned', which adds a trainable position table")
@@ -384,3 +400,13 @@ DIAGNOSES: dict[str, Diagnosis] = {
               grad_keeps_weight, pe_bad_shape, layer_sin_too_long, layer_defaults)
 }
 NOT_APPLICABLE: dict[str, Callable[[CheckOutput], str | None]] = {"newer_generation": older_generation}
+
+
+def generation(outputs: Mapping[str, CheckOutput]) -> str | None:
+    """'newer' when some method of PositionalEncoding or EmbeddingLayer takes start_pos (the newer
+    course's API), 'older' when none does, None when no check could tell (they did not run)."""
+    seen = [got.facts["aux_takes_start_pos"] for got in outputs.values()
+            if isinstance(got.facts.get("aux_takes_start_pos"), list)]
+    if not seen:
+        return None
+    return "newer" if any(seen) else "older"

@@ -33,10 +33,17 @@ def _cause(a: int, b: int, owner: str, i: Inputs) -> str | None:
     return f"a parameter table is stored transposed, as ({b}, {a}) instead of ({a}, {b}): one row per token or position"
 
 
+MISSING_POSITIONS = ("parameters() has no (max_seq_len, embed_dim) position table in the 'learned' mode: it must "
+                     "return the token weights and the PositionalEncoding's table, which an optimizer then trains")
+
+
 def _from_text(text: str, i: Inputs) -> str | None:
     found = _NO_TENSOR.match(text)
     if found and f"({found['b']}, {found['a']})" in found["found"]:
         return _cause(int(found["a"]), int(found["b"]), found["owner"], i)
+    if (found and found["owner"] == "EmbeddingLayer" and (int(found["a"]), int(found["b"])) == (i.get("max_len"), i.get("dim"))
+            and found["found"].count("(") == 1):
+        return MISSING_POSITIONS
     refused = _REFUSED.match(text)
     return _cause(int(refused["a"]), int(refused["b"]), "", i) if refused else None
 

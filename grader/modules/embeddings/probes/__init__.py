@@ -7,6 +7,7 @@ a correct implementation in any style matches the reference to the last bit.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -26,7 +27,7 @@ from ....harness.probes.common import (
     token_ids,
 )
 from .api import PROBES as API_PROBES
-from .api import own_lookup, own_positions
+from .api import own_lookup, own_positions, trainable_rows, type_name
 
 Namespace = dict[str, Any]
 
@@ -304,7 +305,8 @@ def _pe_grad_run(ns: Namespace, i: Inputs) -> Outputs:
     pe(x).backward(i["upstream"].copy())
     grad, x_grad = grad_of(param, "position_embeddings"), grad_of(x, "x")
     return {"grad": grad if grad is not None else NO_GRADIENT,
-            "x_grad": x_grad if x_grad is not None else NO_GRADIENT}
+            "x_grad": x_grad if x_grad is not None else NO_GRADIENT,
+            "aux_table_trainable": getattr(param, "requires_grad", None) is True}
 
 
 def _pe_too_long_inputs(rng: np.random.Generator) -> Inputs:
@@ -380,9 +382,14 @@ def _layer_modes_run(ns: Namespace, i: Inputs) -> Outputs:
     for mode in ("learned", "sinusoidal", None):
         layer = Layer(i["vocab"], i["dim"], max_seq_len=i["max_len"], pos_encoding=mode)
         out[f"{mode}_params"] = len(parameters_of(layer, "EmbeddingLayer"))
-        out[f"{mode}_shape_2d"] = shape_of(layer(T(i["tokens"])), "EmbeddingLayer output")
-        out[f"{mode}_shape_1d"] = shape_of(layer(T(i["tokens"][0])), "EmbeddingLayer output on 1-D tokens")
+        if mode == "learned":
+            out["aux_learned_trainable"] = len(trainable_rows(layer) or ())
+        # one mode that fails costs only its own outputs (and the judge reads what it raised)
+        for name, tokens in (("2d", i["tokens"]), ("1d", i["tokens"][0])):
+            out[f"{mode}_shape_{name}"] = _shape_or_error(partial(layer, T(tokens)), "EmbeddingLayer output"
+                                                          + (" on 1-D tokens" if name == "1d" else ""))
     out["bogus_mode"] = raised(lambda: Layer(i["vocab"], i["dim"], max_seq_len=i["max_len"], pos_encoding="bogus"))
+    out["aux_sin_type"] = type_name(lambda: ns["create_sinusoidal_embeddings"](i["max_len"], i["dim"]))
     return out
 
 

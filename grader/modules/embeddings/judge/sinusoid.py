@@ -1,0 +1,94 @@
+"""The sinusoid table and the usual mistakes in writing it, fitted against a student's table.
+
+Each mistake is a table of its own (a doubled exponent, another logarithm, positions from 1, ...);
+a likely cause names the one mistake whose table equals the student's, and only when that table
+differs from the right one for these sizes (so that a mistake that changes nothing is never
+named).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ....judge.compare import close
+
+BASE = 10000.0
+HALVES = ("the sines fill the first half of the columns and the cosines the second half (concatenated): the "
+          "course interleaves them, PE[:, 0::2] = sin and PE[:, 1::2] = cos")
+
+
+def table(max_len: int, dim: int, *, swap: bool = False, per_column: bool = False, base: float = BASE,
+          halves: bool = False, padded: bool = False, exponent_scale: float = 1.0, first_position: int = 0,
+          sign: float = 1.0) -> np.ndarray:
+    """The sinusoid table, or one of its usual mistakes; ``padded``: the exponent divides by the even
+    width (D + 1 for odd D) of a table built for whole (sin, cos) pairs and then cut to D columns;
+    ``exponent_scale``: 2 for 10000^(4i/D); ``sign``: -1 for pos * 10000^(2i/D)."""
+    pos = np.arange(first_position, first_position + max_len)[:, None].astype(np.float64)
+    col = np.arange(dim)[None, :]
+    if halves:  # sines of frequency i in column i, then the cosines: concatenated, not interleaved
+        first = (dim + 1) // 2
+        pair = np.where(col < first, col, col - first)
+        angle = pos / base ** (2 * pair / dim)
+        return np.where(col < first, np.sin(angle), np.cos(angle))
+    exponent = exponent_scale * (col if per_column else 2 * (col // 2)) / (dim + dim % 2 if padded else dim)
+    angle = pos / base ** (sign * exponent)
+    even = (col % 2 == 0) != swap
+    return np.where(even, np.sin(angle), np.cos(angle))
+
+
+@dataclass(frozen=True)
+class Mistake:
+    cause: str
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+
+MISTAKES = (
+    Mistake("sin and cos are swapped: even columns take sin, odd columns cos", {"swap": True}),
+    Mistake("the frequency uses each column's own index: columns 2i and 2i+1 must share 10000^(2i/D)",
+            {"per_column": True}),
+    Mistake("the exponent is doubled, 10000^(4i/D): with i counting the (sin, cos) pairs, the exponent is 2i/D "
+            "(or, with the even column index 2i itself, that index over D, not 2 * index over D)",
+            {"exponent_scale": 2.0}),
+    Mistake("the exponent is halved, 10000^(i/D): the pair index i must be doubled, 10000^(2i/D)",
+            {"exponent_scale": 0.5}),
+    Mistake("the frequencies use log10(10000) where the natural logarithm belongs: exp(-2i * ln(10000) / D) "
+            "(math.log, np.log), not math.log10", {"base": math.exp(math.log10(BASE))}),
+    Mistake("the frequencies use log2(10000) where the natural logarithm belongs: exp(-2i * ln(10000) / D) "
+            "(math.log, np.log), not math.log2", {"base": math.exp(math.log2(BASE))}),
+    Mistake("the sign of the exponent is flipped: positions are divided by 10000^(2i/D) (or multiplied by "
+            "exp(-2i * ln(10000) / D)), not multiplied by it", {"sign": -1.0}),
+    Mistake("positions are counted from 1: row p must use position p, so row 0 is sin(0) = 0, cos(0) = 1",
+            {"first_position": 1}),
+    Mistake("the base is 1000, not 10000", {"base": 1000.0}),
+    Mistake(HALVES, {"halves": True}),
+    Mistake("for odd embed_dim the exponent divides by D + 1 (the width of whole sin/cos pairs) instead of D: the "
+            "frequencies are 10000^(2i/D) with D itself, then the last cos is dropped", {"padded": True}),
+)
+
+
+def _fits(a: np.ndarray, b: np.ndarray) -> bool:
+    return a.shape == b.shape and bool(close(a, b, 1e-4, 1e-5).all())
+
+
+def fit(got: np.ndarray, max_len: int, dim: int, rows: slice = slice(None)) -> str | None:
+    """The one usual mistake whose table (its ``rows``) equals ``got``, or None."""
+    right = table(max_len, dim)[rows]
+    if got.shape != right.shape:
+        return None
+    for mistake in MISTAKES:
+        variant = table(max_len, dim, **mistake.kwargs)[rows]
+        if not _fits(variant, right) and _fits(got, variant):
+            return mistake.cause
+    return None
+
+
+def fixed_length(got: np.ndarray, dim: int) -> int | None:
+    """The row count of a table that ignores max_seq_len, when ``got`` has the right rows for its own."""
+    rows = got.shape[0] if got.ndim == 2 else 0
+    if rows and got.shape[1] == dim and _fits(got, table(rows, dim)):
+        return rows
+    return None
