@@ -121,7 +121,7 @@ def _cells_from_ipynb(name: str, text: str, limits: LoadLimits) -> tuple[list[Co
         raise SubmissionError(f"{name}: not a valid notebook ({reason})")
     cells = nb["cells"]
     _check_cell_count(name, len(cells), limits)
-    return _code_cells(((c["cell_type"], c["source"]) for c in cells), notes), notes
+    return _code_cells(((c["cell_type"], c["source"], c.get("execution_count")) for c in cells), notes), notes
 
 
 def _raw_cell_count(data: dict[str, Any]) -> int:
@@ -141,14 +141,15 @@ def _check_cell_count(name: str, count: int, limits: LoadLimits) -> None:
 def _code_cells(cells: Any, notes: list[str]) -> list[CodeCell]:
     """The code cells, numbered among all cells; text no encoder accepts is made visible (noted)."""
     out, replaced = [], []
-    for i, (kind, source) in enumerate(cells, start=1):
+    for i, (kind, source, count) in enumerate(cells, start=1):
         if kind != "code":
             continue
         text = _source(source)
         safe = clean(text)
         if safe != text:
             replaced.append(str(i))
-        out.append(CodeCell(index=i, source=safe))
+        shown_count = count if type(count) is int and 0 < count < 10**9 else None
+        out.append(CodeCell(index=i, source=safe, execution_count=shown_count))
     if replaced:
         notes.append(f"cell {', '.join(replaced)}: lone surrogate characters (not valid text) were replaced by "
                      "visible escapes")
@@ -173,7 +174,7 @@ def _cells_from_percent_py(name: str, text: str, limits: LoadLimits) -> tuple[li
         raise SubmissionError(f"{name}: cannot be read as a jupytext percent file ({str(e)[:120]})") from None
     _check_cell_count(name, len(nb.cells), limits)
     notes: list[str] = []
-    return _code_cells(((c.cell_type, c.source) for c in nb.cells), notes), notes
+    return _code_cells(((c.cell_type, c.source, None) for c in nb.cells), notes), notes
 
 
 _HEADER_MARKER = re.compile(r"^---\s*$")

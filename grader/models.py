@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -72,10 +72,26 @@ class Record(BaseModel):
 
 
 class CodeCell(Record):
-    """One code cell; ``index`` is its 1-based position among all cells of the notebook."""
+    """One code cell; ``index`` is its 1-based position among all cells of the notebook (the
+    grader's own key for it); ``execution_count`` the ``In [n]`` Jupyter shows beside it, if any."""
 
     index: int
     source: str
+    execution_count: int | None = None
+
+
+def cell_labels(cells: Sequence[CodeCell]) -> dict[int, str]:
+    """How a student finds each code cell: ``In [n]`` as Jupyter shows it when the notebook was run,
+    else the cell's first line of code ("the cell starting `class Embedding:`")."""
+    labels = {}
+    for cell in cells:
+        if cell.execution_count is not None:
+            labels[cell.index] = f"In [{cell.execution_count}]"
+            continue
+        lines = [line.strip() for line in cell.source.splitlines()]
+        first = next((line for line in lines if line and not line.startswith("#")), "")
+        labels[cell.index] = f"the cell starting `{first[:40]}`" if first else f"code cell at position {cell.index}"
+    return labels
 
 
 class Submission(Record):

@@ -13,8 +13,9 @@ from .channel import CheckOutput, read_check, read_import
 from .errors import GraderError
 from .intake import read_submission
 from .judge import judge, outcomes
+from .judge.crash import Code
 from .load import LoadLimits
-from .models import CheckResult, ExtractionSummary, GradeReport, StudentModule, shown
+from .models import CheckResult, ExtractionSummary, GradeReport, StudentModule, cell_labels, shown
 from .paths import expected_cache_dir
 from .plan import Job, plan, submission_seeds
 from .reference import Oracle, oracle_for
@@ -97,7 +98,7 @@ class Grader:
         import_errors: tuple[str, ...] = ()
         backend = self.sandbox.info()
         if runnable:
-            ran, import_errors, isolation = self._run(job, module, runnable)
+            ran, import_errors, isolation = self._run(job, module, runnable, cell_labels(submission.cells))
             results.update(ran)
             if isolation is not None:  # only what this run's self-test verified
                 backend = self.sandbox.info().model_copy(update={"isolation": isolation})
@@ -114,7 +115,7 @@ class Grader:
         )
 
     def _run(
-        self, job: Job, module: StudentModule, checks: Sequence[CheckSpec]
+        self, job: Job, module: StudentModule, checks: Sequence[CheckSpec], labels: dict[int, str]
     ) -> tuple[dict[str, CheckResult], tuple[str, ...], tuple[str, ...] | None]:
         student_dir = Path(tempfile.mkdtemp(prefix="grader-"))
         try:
@@ -153,14 +154,15 @@ class Grader:
                 read[spec.id] = got
             # the course generation the submission is written for decides what it was asked
             generation = self.rules.generation(read) if self.rules.generation else None
-            code = {(c.cell, c.line + k): text for c in module.chunks for k, text in enumerate(c.source.splitlines())}
+            code = Code({(c.cell, c.line + k): text for c in module.chunks for k, text in enumerate(c.source.splitlines())},
+                        labels)
             results = {}
             for spec, planned in zip(checks, job.checks, strict=True):
                 inputs = planned.decoded()
                 called = self.probes[spec.probe].describe(inputs)
                 results[spec.id] = judge(spec, called, inputs, read[spec.id], expected[spec.id], self.rules, generation,
                                          code)
-            import_errors = tuple(f"cell {e.cell}, line {e.line}: {e.error.text()}"
+            import_errors = tuple(f"{code.place(e.cell, e.line)}: {code.relabel(e.error.text())}"
                                   for e in (imported.chunk_errors if imported else ()))
             return results, import_errors, run.isolation
         finally:

@@ -133,3 +133,21 @@ def test_correct_work_in_any_style_gets_full_marks(grader_local: Grader, style: 
     if style.note:
         note = next(c.message for c in report.checks if c.id == style.note)
         assert "Beyond what this assignment asks (not scored): the reference also" in note, note
+
+
+def test_a_course_can_opt_in_to_scoring_what_only_the_official_solution_does(tmp_path: Path) -> None:
+    """score_unasked = true: clipping out-of-range ids (never asked of the older generation) fails
+    emb_index_error with its likely cause, and a check given points scores what it never asked."""
+    from grader import Grader
+
+    from .conftest import EMBEDDINGS_RUBRIC
+
+    text = EMBEDDINGS_RUBRIC.read_text(encoding="utf-8")
+    rubric = tmp_path / "strict.toml"
+    rubric.write_text(text.replace("score_unasked = false", "score_unasked = true", 1), encoding="utf-8")
+    clipped = next(s for s in STYLES if s.name == "style_older_ids_clipped")
+    with Grader(backend="local", rubric=rubric) as strict:
+        checks = {c.id: c for c in strict.grade(clipped.path).checks}
+    assert checks["emb_index_error"].status == "failed"
+    assert "Likely cause: out-of-range ids are clamped into range" in checks["emb_index_error"].message
+    assert "Beyond what this assignment asks" not in checks["emb_index_error"].message

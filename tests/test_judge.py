@@ -407,3 +407,58 @@ def test_xavier_fails_tables_that_are_not_uniform_draws(name: str, make: object,
     limit = np.sqrt(6 / (vocab + dim))
     message = draw(make(limit, (vocab, dim)), vocab, dim)  # type: ignore[operator]
     assert message != "passed" and cause in message, message
+
+
+def test_a_refusal_counts_by_its_class_wherever_it_was_raised() -> None:
+    """pe_too_long asks for ValueError: numpy's own (a failed broadcast) counts, a TypeError does not."""
+    exp = CheckOutput(outcome="ok", facts={"too_long": "ValueError", "at_max": "none", "aux_below_max": "none"})
+    numpy_refused = {**exp.facts, "too_long": "ValueError from numpy or the Tensor library, not from your own check"}
+    inputs = {"max_len": 6, "dim": 2}
+    assert judge(SPECS["pe_too_long"], "pe", inputs, CheckOutput(outcome="ok", facts=numpy_refused), exp).status == "passed"
+    wrong_class = {**exp.facts, "too_long": "TypeError"}
+    assert judge(SPECS["pe_too_long"], "pe", inputs, CheckOutput(outcome="ok", facts=wrong_class), exp).status == "failed"
+
+
+def test_where_no_exception_is_named_any_refusal_counts_but_silence_does_not() -> None:
+    newer: dict[str, Any] = {"aux_takes_start_pos": ["PositionalEncoding.forward"]}
+    exp = CheckOutput(outcome="ok", facts={**newer, "fractional": "ValueError", "negative": "ValueError"})
+    typed = CheckOutput(outcome="ok", facts={**exp.facts, "fractional": "TypeError", "negative": "IndexError"})
+    assert judge(SPECS["pe_start_pos"], "pe", {}, typed, exp).status == "passed"
+    silent = CheckOutput(outcome="ok", facts={**exp.facts, "fractional": "none"})
+    inputs = {"x": np.zeros((2, 3, 2)), "table": np.zeros((8, 2)), "start": 2, "upstream": np.ones((2, 3, 2))}
+    assert judge(SPECS["pe_start_pos"], "pe", inputs, silent, exp).status == "failed"
+
+
+def test_what_only_the_official_solution_does_is_a_note_and_never_reaches_the_cause() -> None:
+    """The older course never asks for a range check: clipped ids pass with a 0-point note; the newer
+    course asks, so the same outputs fail there with the clamping cause."""
+    refused: dict[str, Any] = {"id_equal_vocab": "ValueError", "id_minus_one": "ValueError", "id_last_valid": "none",
+                               "mixed_negative": "ValueError", "mixed_too_big": "ValueError",
+                               "batch_too_big": "ValueError"}
+    clipped = {**refused, "id_equal_vocab": "none", "id_minus_one": "none", "mixed_negative": "none",
+               "mixed_too_big": "none", "batch_too_big": "none", "aux_row_of_vocab": 9, "aux_row_of_minus_one": 0}
+    got, exp = CheckOutput(outcome="ok", facts=clipped), CheckOutput(outcome="ok", facts=refused)
+    older = judge(SPECS["emb_index_error"], "ids", {"vocab": 10, "dim": 2}, got, exp, generation="older")
+    assert older.status == "passed" and older.score == older.max_score > 0
+    assert older.message.startswith("Beyond what this assignment asks (not scored): the reference also raises")
+    assert "Likely cause" not in older.message
+    newer = judge(SPECS["emb_index_error"], "ids", {"vocab": 10, "dim": 2}, got, exp, generation="newer")
+    assert newer.status == "failed" and "Likely cause: out-of-range ids are clamped" in newer.message
+    unknown = judge(SPECS["emb_index_error"], "ids", {"vocab": 10, "dim": 2}, got, exp, generation=None)
+    assert unknown.status == "passed"  # no check ran that tells: the benefit of the doubt
+
+
+def test_a_crash_names_the_students_statement_in_the_cell_as_jupyter_shows_it() -> None:
+    from grader.judge.crash import Code
+
+    message = "operands could not be broadcast together with shapes (2,9,6) (12,6) "
+    facts: dict[str, Any] = {"aux_raised": [f"value|ValueError|7|48|forward|{message}"],
+                             "out": "raised ValueError from numpy or the Tensor library"}
+    got = CheckOutput(outcome="ok", facts=facts)
+    exp = CheckOutput(outcome="ok", arrays={"out": np.zeros((2, 9, 6))})
+    code = Code({(7, 48): "        return x + positions"}, {7: "In [12]"})
+    result = judge_with(SPECS["pe_broadcast"], "pe", {"max_len": 12, "dim": 6, "x": np.zeros((2, 9, 6)),
+                                                     "table": np.zeros((12, 6))}, got, exp, RULES, "older", code)
+    assert result.status == "failed"
+    assert ("Likely cause: `return x + positions` (In [12], line 48, in forward) raised ValueError on valid input: "
+            "the whole position table (12 rows, max_seq_len) was added to a sequence of 9") in result.message

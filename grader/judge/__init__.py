@@ -27,7 +27,7 @@ def judge(spec: CheckSpec, called: str, inputs: dict[str, Any], got: CheckOutput
     """Compare one check's outputs with the reference's and explain any difference, scoring only
     what the submission's course ``generation`` asked for (grader.judge.asked). ``code``: the
     student's kept lines, by (cell, line), for a cause that quotes the statement that raised."""
-    code = code or {}
+    code = code or crash.Code()
     if got.outcome != "ok":
         return _not_ok(spec, called, inputs, got, rules, generation, code)
     skip = rules.not_applicable.get(spec.comparator)
@@ -62,13 +62,13 @@ def _not_ok(spec: CheckSpec, called: str, inputs: dict[str, Any], got: CheckOutp
     """A check whose probe did not finish: what happened, and a likely cause when the error tells one.
     Running out of memory where no memory budget was asked for (the check's ``oom`` case) is a note."""
     if asked.out_of_memory_unasked(spec, got, generation):
-        return _result(spec, "passed", asked.memory_note(spec, _outcome_text(spec, got)), called, got.duration_ms)
+        return _result(spec, "passed", asked.memory_note(spec, _outcome_text(spec, got, code)), called, got.duration_ms)
     status = _OUTCOME_STATUS[got.outcome]
     # a target that could not be defined (the host's note) makes this check's hint beside the point
     hint = not (got.outcome == "error" and got.note)
-    text = _outcome_text(spec, got)
+    text = _outcome_text(spec, got, code)
     reason = rules.error_cause(got, inputs) if got.outcome == "error" and rules.error_cause else None
-    if not reason and got.outcome in ("error", "oom"):
+    if not reason and got.outcome in ("error", "oom") and not got.note:  # a host note explains it already
         reason = crash.error_cause(got, code, _meaning(rules, inputs))
     if reason:
         text += f"\nLikely cause: {reason}."
@@ -100,17 +100,17 @@ def not_gradable(spec: CheckSpec, reason: str) -> CheckResult:
     return _result(spec, "not_gradable", reason, "", 0.0)
 
 
-def _outcome_text(spec: CheckSpec, got: CheckOutput) -> str:
+def _outcome_text(spec: CheckSpec, got: CheckOutput, code: crash.Code) -> str:
     if got.outcome == "timeout":
         if got.note:  # the host stopped the whole run, e.g. while the module was being imported
             return f"stopped: {got.note} (an endless loop or a very slow computation at the top level?)"
         return (f"did not finish within {spec.timeout_s:g} s: an endless loop, or far too slow "
                 "(look for a while loop whose condition never changes)")
     if got.outcome == "oom":
-        return "ran out of memory" + (f": {_raised(got)}" if got.error else "")
+        return "ran out of memory" + (f": {_raised(got, code)}" if got.error else "")
     if got.outcome == "error" and got.error is not None:
-        lead = f"{got.note}\n" if got.note else ""  # the host's own explanation, when it has one
-        return f"{lead}raised {_raised(got)}"
+        lead = f"{code.relabel(got.note)}\n" if got.note else ""  # the host's own explanation, when it has one
+        return f"{lead}raised {_raised(got, code)}"
     if got.outcome == "crashed" and not got.note:
         if got.signal is not None:
             return f"the process was killed by signal {got.signal} (a segfault or abort in native code?)"
@@ -119,10 +119,10 @@ def _outcome_text(spec: CheckSpec, got: CheckOutput) -> str:
                     "(sys.exit or os._exit in your code?)")
     if got.outcome == "missing" and not got.note:
         return "no valid result was written for this check"
-    return one_line(got.note, 400) or "no result"
+    return one_line(code.relabel(got.note), 400) or "no result"
 
 
-def _raised(got: CheckOutput) -> str:
+def _raised(got: CheckOutput, code: crash.Code) -> str:
     """The exception the student's code raised: its class and place on one line, then its message
     (student text) quoted line by line, so that nothing in it can pass for our own feedback.
 
@@ -131,7 +131,7 @@ def _raised(got: CheckOutput) -> str:
     check's. It arrives from the sandbox like everything else, so it stays quoted all the same."""
     assert got.error is not None
     error = got.error
-    head = one_line(error.type, 80) + (f" ({one_line(error.where, 200)})" if error.where else "")
+    head = one_line(error.type, 80) + (f" ({one_line(code.relabel(error.where), 200)})" if error.where else "")
     if not error.message:
         return head
     quoted = "\n".join(QUOTE + line for line in error.message.splitlines() or [""])

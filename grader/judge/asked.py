@@ -88,6 +88,10 @@ class Scoped:
 def scope(spec: CheckSpec, got: CheckOutput, expected: CheckOutput, generation: str | None) -> Scoped:
     """``got`` with every refusal that counts and every unasked output replaced by the reference's."""
     facts, arrays, rejected = dict(got.facts), dict(got.arrays), dict(got.rejected)
+    for name, want in expected.facts.items():
+        if name in facts and facts[name] != want and _refusal_matches(spec, name, facts[name], want):
+            facts[name] = want
+    refused = got.model_copy(update={"facts": dict(facts)})
     beyond: list[str] = []
     memory = not spec.score_unasked and _memory_unasked(spec, generation)
     unasked = [] if spec.score_unasked else [
@@ -95,7 +99,7 @@ def scope(spec: CheckSpec, got: CheckOutput, expected: CheckOutput, generation: 
         if _unasked(spec, _case(spec, name), generation)
         or (memory and raised_class(got.facts.get(name)) == "MemoryError")]
     if unasked:
-        differing = {m.name: m for m in compare(got, expected, spec.rtol, spec.atol)}
+        differing = {m.name: m for m in compare(refused, expected, spec.rtol, spec.atol)}
         notes: dict[str, list[str]] = {}
         for name in unasked:
             if name in differing:
@@ -103,9 +107,6 @@ def scope(spec: CheckSpec, got: CheckOutput, expected: CheckOutput, generation: 
             _take_expected(name, expected, facts, arrays, rejected)
         beyond = [f"{NOTE}: {about} ({'; '.join(texts[:3])}{'; ...' if len(texts) > 3 else ''})."
                   for about, texts in notes.items()]
-    for name, want in expected.facts.items():
-        if name in facts and facts[name] != want and _refusal_matches(spec, name, facts[name], want):
-            facts[name] = want
     update: dict[str, Any] = {"facts": facts, "arrays": arrays, "rejected": rejected}
     return Scoped(got.model_copy(update=update), tuple(beyond))
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..channel import CheckOutput
@@ -20,7 +20,25 @@ from .asked import raised_class
 from .compare import AUX, one_line
 
 RAISED = "aux_raised"
-Code = Mapping[tuple[int, int], str]  # (cell, line) -> that line of the student's kept code
+
+
+@dataclass(frozen=True)
+class Code:
+    """The student's kept code on the host: each line by (cell, line), and each cell's label as the
+    student finds it (``In [7]``, or the cell's first line)."""
+
+    lines: Mapping[tuple[int, int], str] = field(default_factory=dict)
+    labels: Mapping[int, str] = field(default_factory=dict)
+
+    def place(self, cell: int, line: int, function: str = "") -> str:
+        where = self.labels.get(cell, f"cell {cell}")
+        return f"{where}, line {line}" + (f", in {function}" if function else "")
+
+    def relabel(self, text: str) -> str:
+        """Our own text (a sandbox's "cell N, line L, in f", a host note) with every "cell N" as the
+        student finds that cell."""
+        return re.sub(r"\bcell (\d+)\b", lambda m: self.labels.get(int(m[1]), m[0]), text)
+
 Meaning = Callable[[str, str], "str | None"]  # a unit's own reading of (exception class, message)
 _WHERE = re.compile(r"^cell (\d+), line (\d+), in (\w+)$")
 _SHAPE = r"\(([\d, ]*)\)"
@@ -82,8 +100,8 @@ def describe(kind: str, cell: int | None, line: int | None, function: str, messa
              meaning: Meaning | None = None) -> str:
     """``<statement>`` (cell, line, function) raised <kind>: what the message says (the unit's
     reading first, which knows the inputs: a whole table where seq_len rows belong, say)."""
-    statement = code.get((cell, line), "").strip() if cell is not None and line is not None else ""
-    place = f"cell {cell}, line {line}" + (f", in {function}" if function else "") if cell is not None else ""
+    statement = code.lines.get((cell, line), "").strip() if cell is not None and line is not None else ""
+    place = code.place(cell, line, function) if cell is not None and line is not None else ""
     head = f"`{one_line(statement, 120)}` ({place})" if statement else (f"your code ({place})" if place else "")
     if not head:
         return ""

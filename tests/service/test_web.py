@@ -13,7 +13,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from grader.models import CodeCell
-from grader.service.web.code import excerpt, named_targets
+from grader.service.web.code import excerpt, excerpts_for, named_targets
 from grader.service.web.sessions import read_session, session_value
 from tests.service.conftest import EMBEDDINGS_RUBRIC, SUBMISSIONS, Course, make_course
 
@@ -203,9 +203,30 @@ def test_code_excerpt_is_the_last_definition_the_check_calls() -> None:
         == ["Embedding", "EmbeddingLayer"]
     assert named_targets("no call line", ("Embedding",)) == []
     found = excerpt(cells, "Embedding")
-    assert found is not None and found.cell == 5
+    assert found is not None and found.cell == "the cell starting `import numpy as np`"
     assert found.lines[0] == (3, "@decorator") and found.lines[-1] == (6, "        return 1")
     assert excerpt(cells, "Missing") is None
+
+
+def test_code_excerpt_is_the_failing_method_centred_on_the_line_it_names() -> None:
+    """A backward bug deep in a long class is shown, not the class's first 60 lines; cells are named
+    as Jupyter shows them (In [n]), or by their first line."""
+    filler = "".join(f"    def helper{k}(self):\n        return {k}\n\n" for k in range(40))
+    backward = ("    def backward(self, grad_output):\n        grad = np.zeros(3)\n"
+                "        grad[self.ids] += grad_output  # the bug\n        return (grad,)\n")
+    cells = (CodeCell(index=3, source="class Embedding:\n    def forward(self, x):\n        return x\n"),
+             CodeCell(index=6, source="class EmbeddingFunction(Function):\n" + filler + backward,
+                      execution_count=7))
+    cause = ("Called: Embedding(4, 2) backward of ids (1, 1)\ngrad: differs\nLikely cause: row 0 received 1x the "
+             "gradient instead of 2x")
+    [shown] = excerpts_for(cause, ("Embedding",), cells)
+    assert shown.name == "EmbeddingFunction.backward" and shown.cell == "In [7]"
+    assert any("the bug" in text for _, text in shown.lines) and not any("helper" in t for _, t in shown.lines)
+    traced = "Called: Embedding(4, 2)\nraised IndexError (In [7], line 124, in backward)"
+    [at] = excerpts_for(traced, ("Embedding",), cells)
+    assert at.focus == 124 and (124, "        grad[self.ids] += grad_output  # the bug") in at.lines
+    [whole] = excerpts_for("Called: Embedding(4, 2).forward(ids)\nrows: differ", ("Embedding",), cells)
+    assert whole.name == "Embedding" and whole.cell == "the cell starting `class Embedding:`"
 
 
 @pytest.mark.parametrize("fmt", ["canvas", "csv", "gradescope", "moodle", "nbgrader", "otter"])

@@ -242,11 +242,14 @@ def pe_broadcast(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
     return None
 
 
-def pe_too_long(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
+def pe_too_long(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause | None:
     if got.facts.get("too_long") == "none":
         return ("a sequence longer than max_seq_len was accepted (slicing P[:seq_len] silently returns fewer "
                 "rows): raise ValueError when x.shape[1] > max_seq_len")
-    at_max = got.facts.get("at_max")
+    at_max, below = got.facts.get("at_max"), got.facts.get("aux_below_max")
+    if at_max not in ("none", None) and below not in ("none", None):
+        return Cause(f"valid sequences shorter than max_seq_len fail too ({below}): what fails is the forward "
+                     "itself, not the length check", "pe_broadcast")
     if at_max == "ValueError":
         return "a sequence of exactly max_seq_len was rejected: compare with >, not >="
     if isinstance(at_max, str) and at_max.startswith("ValueError"):

@@ -325,6 +325,7 @@ def _pe_too_long_run(ns: Namespace, i: Inputs) -> Outputs:
     return {
         "too_long": raised(lambda: pe(T(np.zeros((2, m + 1, d))))),
         "at_max": raised(lambda: pe(T(np.zeros((2, m, d))))),
+        "aux_below_max": raised(lambda: pe(T(np.zeros((2, m - 1, d))))),  # tells ">=" from a broken forward
     }
 
 
