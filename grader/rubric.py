@@ -90,8 +90,9 @@ class Rubric(Record):
     sha256: str
     due_date: str | None = None  # releases the after_due_date checks (grader.visibility); ISO 8601
     publish_date: str | None = None  # releases the after_published checks
-    # The course generations whose material the ``asked`` entries cite (e.g. "older", "newer").
-    generations: tuple[str, ...] = ()
+    # The course generations whose material the ``asked`` entries cite (e.g. "older", "newer"); a
+    # course of one generation cites it as "course".
+    generations: tuple[str, ...] = ("course",)
     # Score behaviour the assignment never asked for (found only in the official solution); off by
     # default, when it is a 0-point note. A check's own ``score_unasked`` wins.
     score_unasked: bool = False
@@ -117,8 +118,6 @@ class Rubric(Record):
     @model_validator(mode="after")
     def _provenance(self) -> Rubric:
         """Every scored check names, for each generation, where the student was asked for it."""
-        if not self.generations:
-            return self
         known = set(self.generations)
         for c in self.checks:
             for entry in (*c.asked, *(e for case in c.cases.values() for e in case.asked)):
@@ -202,7 +201,7 @@ def _validate(p: Path, data: dict[str, Any], sha: str) -> Rubric:
                               f"known: {', '.join(sorted(probes))}")
         merged["needs"] = probe.needs
         merged.setdefault("score_unasked", data.get("score_unasked", False))
-        merged["generations"] = data.get("generations", ())
+        merged["generations"] = data.get("generations", ("course",))
         comparator = merged.get("comparator", "match")
         if comparator not in rules.comparator_names():
             raise RubricError(f"rubric {p}: check {merged.get('id')!r} names unknown comparator {comparator!r}; "

@@ -184,6 +184,19 @@ def _rate(value: float | None) -> str:
     return "-" if value is None else f"{100 * value:.1f} %"
 
 
+def unasked_equivalents(path: Path) -> set[str]:
+    """The reviewed equivalents marked ``unasked``: equivalent under the assignment only."""
+    import tomllib
+
+    from .mutants import EquivalentsFile
+
+    try:
+        return {e.id for e in EquivalentsFile.model_validate(tomllib.loads(path.read_text(encoding="utf-8"))).equivalent
+                if e.unasked}
+    except Exception:  # load_equivalents has reported a broken file already
+        return set()
+
+
 def report(summary: Summary, equivalents_path: Path, console: Console) -> None:
     """The kill rates per source and per generation, then every survivor and every stale reviewed entry."""
     from rich.markup import escape
@@ -198,6 +211,10 @@ def report(summary: Summary, equivalents_path: Path, console: Console) -> None:
         table.add_row(escape(tally.label), escape(tally.generation), str(tally.total), str(tally.killed),
                       str(tally.equivalent), str(survived), _rate(tally.rate), str(tally.hidden_only))
     console.print(table)
+    unasked = unasked_equivalents(equivalents_path)
+    if unasked:
+        console.print(f"{len(unasked)} of the reviewed equivalents change only what the assignment never asks for "
+                      "(unasked = true): the kill rate is a rate on asked behaviour")
     if summary.survivors:
         console.print(f"\n[bold red]{len(summary.survivors)} mutant(s) survived[/] (not listed in "
                       f"{escape(str(equivalents_path))}): add a check that catches each, or list it there with the "

@@ -34,6 +34,9 @@ class Equivalent(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
     id: str = Field(min_length=1)
     reason: str = Field(min_length=10)
+    # equivalent under the assignment: it changes only what the assignment never asks for
+    # (docs/RUBRIC.md), so the kill rate stays a rate on asked behaviour
+    unasked: bool = False
 
 
 class EquivalentsFile(BaseModel):

@@ -151,7 +151,7 @@ FAMILY_BUGS = (
 
     Bug('bug_old_pe_whole_table', OLDER,
         (('        positions = self.position_embeddings[:seq_len]\n', '        positions = self.position_embeddings\n'), ),
-        ('pe_broadcast', 'pe_grad', 'layer_modes', 'layer_defaults', 'layer_scale'), '[:seq_len]',
+        ('pe_broadcast', 'pe_too_long', 'pe_grad', 'layer_modes', 'layer_defaults', 'layer_scale'), '[:seq_len]',
         'PositionalEncoding adds the whole (max_seq_len, D) table instead of its first seq_len rows; numpy fails to broadcast unless seq_len == max_seq_len.'),
 
     Bug('bug_old_layer_sin_whole_table', OLDER,

@@ -250,6 +250,12 @@ def pe_too_long(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause | 
     if at_max not in ("none", None) and below not in ("none", None):
         return Cause(f"valid sequences shorter than max_seq_len fail too ({below}): what fails is the forward "
                      "itself, not the length check", "pe_broadcast")
+    if at_max in ("none", None):
+        for name, axis, what in (("big_batch", 0, "more sequences (the batch axis)"),
+                                 ("wide", 2, "a wider embed_dim (the last axis)")):
+            if got.facts.get(name) not in ("none", None):
+                return (f"a valid x with {what} than max_seq_len was refused ({got.facts.get(name)}): the length "
+                        f"check must read the sequence axis, x.shape[1], not x.shape[{axis}]")
     if at_max == "ValueError":
         return "a sequence of exactly max_seq_len was rejected: compare with >, not >="
     if isinstance(at_max, str) and at_max.startswith("ValueError"):

@@ -315,16 +315,21 @@ def _pe_too_long_inputs(rng: np.random.Generator) -> Inputs:
 
 def _pe_too_long_describe(i: Inputs) -> str:
     m, d = i["max_len"], i["dim"]
-    return f"PositionalEncoding({m}, {d}) on x of shape (2, {m + 1}, {d}), and of shape (2, {m}, {d})"
+    return (f"PositionalEncoding({m}, {d}) on x of shape (2, {m + 1}, {d}), of shape (2, {m}, {d}) and of shape "
+            f"({m + 3}, 2, {d}) (more sequences than max_seq_len); then PositionalEncoding(2, {m + 4}) on x of "
+            f"shape (2, 2, {m + 4}) (embed_dim above max_seq_len)")
 
 
 def _pe_too_long_run(ns: Namespace, i: Inputs) -> Outputs:
     T = tensor_class()
     m, d = i["max_len"], i["dim"]
-    pe = ns["PositionalEncoding"](m, d)
+    pe, wide = ns["PositionalEncoding"](m, d), ns["PositionalEncoding"](2, m + 4)
     return {
         "too_long": raised(lambda: pe(T(np.zeros((2, m + 1, d))))),
         "at_max": raised(lambda: pe(T(np.zeros((2, m, d))))),
+        # valid sequences whatever the other axes: a length check must read x.shape[1]
+        "big_batch": raised(lambda: pe(T(np.zeros((m + 3, 2, d))))),
+        "wide": raised(lambda: wide(T(np.zeros((2, 2, m + 4))))),
         "aux_below_max": raised(lambda: pe(T(np.zeros((2, m - 1, d))))),  # tells ">=" from a broken forward
     }
 
