@@ -404,6 +404,18 @@ def create_app(settings: Settings, *, dispatcher: Dispatcher | None = None,
 
         return run(work)
 
+    @app.delete("/api/submissions/{submission_id}/override", tags=["staff"])
+    def remove_override(submission_id: SubmissionId, principal: StaffOnly) -> dict[str, Any]:
+        """Take back the standing override: the automatic score counts again (404 when none stands)."""
+        def work(s: Session) -> dict[str, Any]:
+            sub = own_submission(s, principal, submission_id)
+            if ops.remove_override(s, sub, principal.name) is None:
+                raise ops.NotFound("this upload has no standing override")
+            gradings, overrides = ops.history(s, sub)
+            return staff_result(sub, s.get_one(Student, sub.student_pk), gradings, overrides)
+
+        return run(work)
+
     @app.get("/api/courses/{course}/assignments/{assignment}/export/{fmt}", tags=["staff"])
     def export_gradebook(course: Slug, assignment: Slug, fmt: Slug, principal: StaffOnly, assignment_name: str = "",
                          canvas_assignment_id: str = "") -> Response:

@@ -280,13 +280,30 @@ def history(session: Session, sub: Submission) -> tuple[list[Grading], list[Over
     return gradings, overrides
 
 
+def remove_override(session: Session, sub: Submission, staff: str) -> Override | None:
+    """Staff take back their override: the automatic score counts again (the override stays in the
+    history, marked removed). None when no override stands."""
+    standing = active_override(history(session, sub)[1])
+    if standing is None:
+        return None
+    standing.removed_at, standing.removed_by = utcnow(), staff
+    audit(session, staff, "remove_override", sub.id, {"score": standing.score})
+    session.flush()
+    return standing
+
+
+def active_override(overrides: list[Override]) -> Override | None:
+    """The newest override staff have not removed."""
+    return next((o for o in reversed(overrides) if o.removed_at is None), None)
+
+
 def effective(gradings: list[Grading], overrides: list[Override]) -> tuple[float | None, str]:
-    """The score that counts, and where it comes from: the latest of the newest grading and the
-    newest override."""
-    grading = gradings[-1] if gradings else None
-    override = overrides[-1] if overrides else None
-    if override is not None and (grading is None or override.created_at >= grading.finished_at):
+    """The score that counts, and where it comes from: a standing override (a staff decision holds
+    through every regrade until staff remove it), else the newest grading."""
+    override = active_override(overrides)
+    if override is not None:
         return override.score, "override"
+    grading = gradings[-1] if gradings else None
     if grading is not None:
         return grading.score, "grading"
     return None, "none"

@@ -34,7 +34,7 @@ from sqlalchemy.types import TypeDecorator
 
 # The Alembic revision these tables correspond to: a store at this revision needs no migration
 # (tests/service/test_store.py checks it against the migration scripts).
-HEAD_REVISION = "0004_lti_staff_overrides"
+HEAD_REVISION = "0005_override_removed"
 
 RESULT_STATUSES = ("graded", "invalid", "failed_to_grade")
 SUBMISSION_STATUSES = ("queued", "grading", *RESULT_STATUSES)
@@ -214,6 +214,9 @@ class Override(Base):
     reason: Mapped[str] = mapped_column(Text)
     staff: Mapped[str] = mapped_column(String(64))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    # an override stands through every regrade until staff remove it (then it stays in the history)
+    removed_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True, default=None)
+    removed_by: Mapped[str] = mapped_column(String(64), default="", server_default="")
 
 
 class Audit(Base):

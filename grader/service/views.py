@@ -8,7 +8,7 @@ from typing import Any
 
 from ..feedback.view import NOT_GRADED_BY_US, RELEASE
 from ..models import GradeReport
-from .ops import effective, policy_of, released, rubric_of
+from .ops import active_override, effective, policy_of, released, rubric_of
 from .tables import Assignment, Course, Grading, Override, Student, Submission
 
 FINAL = ("graded", "invalid", "failed_to_grade")
@@ -96,9 +96,23 @@ def staff_result(sub: Submission, student: Student, gradings: list[Grading], ove
                      "reason": g.reason, "rubric_hash": g.rubric_hash, "worker": g.worker,
                      "requested_at": iso(g.requested_at), "finished_at": iso(g.finished_at),
                      "latency_s": round(g.latency_s, 4)} for g in gradings],
-        "overrides": [{"score": o.score, "reason": o.reason, "staff": o.staff, "at": iso(o.created_at)}
+        "automatic": _automatic(gradings, overrides),
+        "overrides": [{"score": o.score, "reason": o.reason, "staff": o.staff, "at": iso(o.created_at),
+                       "removed_at": iso(o.removed_at) if o.removed_at else None, "removed_by": o.removed_by}
                       for o in overrides],
     }
+
+
+def _automatic(gradings: list[Grading], overrides: list[Override]) -> dict[str, Any] | None:
+    """Beside a standing override: the automatic score now, and what it was when staff decided
+    ("override 90; automatic 86 → 88 after the regrade")."""
+    standing = active_override(overrides)
+    graded = [g for g in gradings if g.status == "graded"]
+    if standing is None or not graded:
+        return None
+    before = [g for g in graded if g.finished_at is not None and g.finished_at <= standing.created_at]
+    return {"now": graded[-1].score, "max_score": graded[-1].max_score,
+            "at_override": before[-1].score if before else None}
 
 
 def _current(sub: Submission, gradings: list[Grading]) -> Grading | None:

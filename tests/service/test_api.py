@@ -83,6 +83,28 @@ def test_override_with_reason_and_audit(course: Course) -> None:
     assert "95" in csv_text  # exports use the score that counts
 
 
+def test_an_override_stands_through_regrades_until_staff_remove_it(course: Course) -> None:
+    sid = course.upload("alice", SUBMISSIONS / "bug_sin_exponent.ipynb").json()["id"]
+    course.wait(sid, "alice")
+    automatic = course.result(sid, "alice").json()["result"]["score"]
+    assert course.client.delete(f"/api/submissions/{sid}/override", headers=course.staff).status_code == 404
+    r = course.client.post(f"/api/submissions/{sid}/override", json={"score": 90, "reason": "regrade request #3"},
+                           headers=course.staff)
+    assert r.status_code == 201
+    assert course.client.post(f"/api/submissions/{sid}/regrade", headers=course.staff).status_code == 202
+    assert course.wait(sid, "alice")["generation"] == 2
+    staff = course.client.get(f"/api/submissions/{sid}/result", headers=course.staff).json()
+    assert staff["score"] == 90 and staff["score_source"] == "override"
+    assert staff["automatic"] == {"now": automatic, "max_score": 100.0, "at_override": automatic}
+    assert course.result(sid, "alice").json()["result"]["score"] == 90
+    assert "90" in course.client.get(f"{course.base}/export/csv", headers=course.staff).text
+    removed = course.client.delete(f"/api/submissions/{sid}/override", headers=course.staff)
+    assert removed.status_code == 200 and removed.json()["score"] == automatic
+    assert removed.json()["score_source"] == "grading" and removed.json()["overrides"][0]["removed_by"] == "admin"
+    audit = course.client.get("/api/audit", headers=course.staff).json()
+    assert audit[0]["action"] == "remove_override" and audit[0]["target"] == sid
+
+
 def test_exports_in_every_batch_format_and_stats(course: Course) -> None:
     a = course.upload("alice", SUBMISSIONS / "bug_sin_exponent.ipynb").json()["id"]
     course.wait(a, "alice")

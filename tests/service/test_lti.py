@@ -536,3 +536,20 @@ def test_oversized_launches_and_platform_answers_are_refused_unread(unregistered
     url = client.post("/lti/registrations", headers=staff).json()["url"]
     r = client.get(opening(url, f"{served.lms.url}/.well-known/openid-configuration", "reg-token-1"))
     assert r.status_code == 400 and "larger than 256 kB" in unescape(r.text)
+
+
+def test_an_override_stands_through_a_regrade_and_its_removal_sends_the_automatic_score(world: Any) -> None:
+    client, served, _ = world
+    assert launch(client, served, lineitem="item-a").status_code == 303
+    sub = grade(client, 60.0)
+    assert deliver(client) == 1
+    db = client.app.state.db
+    db.run(lambda s: ops.add_override(s, s.get_one(Submission, sub), 90.0, "graded by hand", "staff"))
+    assert deliver(client) == 1
+    grade(client, 70.0, sub)  # a regrade: the staff decision still counts
+    assert deliver(client) == 0
+    assert [s["scoreGiven"] for s in served.lms.scores] == [60.0, 90.0]
+    db.run(lambda s: ops.remove_override(s, s.get_one(Submission, sub), "staff"))
+    assert deliver(client) == 1  # the regrade's automatic score, sent after all
+    scores = served.lms.scores
+    assert [s["scoreGiven"] for s in scores] == [60.0, 90.0, 70.0] and scores[2]["timestamp"] > scores[1]["timestamp"]

@@ -22,7 +22,7 @@ from sqlalchemy.orm import Session
 
 from ...errors import PassbackError
 from ..database import Database
-from ..ops import effective, history, policy_of, released
+from ..ops import active_override, effective, history, policy_of, released
 from ..tables import Assignment, Grading, Override, Student, Submission, utcnow
 from .checks import web_url
 from .config import LtiConfig, Platform
@@ -120,7 +120,34 @@ def enqueue_passbacks(session: Session) -> int:
                                                              "grading or override replaced it)"))
         made += counts
     session.flush()
-    return made
+    return made + _after_removed_overrides(session)
+
+
+def _after_removed_overrides(session: Session) -> int:
+    """A removed override is not sent (a row still pending becomes superseded), and the grading that
+    counts again is: its superseded row is sent after all, with a timestamp after the override's."""
+    revived = 0
+    for row, override in session.execute(
+            select(LtiPassback, Override).join(Override, Override.id == LtiPassback.override_id)
+            .where(Override.removed_at.is_not(None), LtiPassback.state.in_(("pending", "held", "failed")))).all():
+        row.state, row.last_error = "superseded", f"the override was removed by {override.removed_by}"
+    for row, grading, sub in session.execute(
+            select(LtiPassback, Grading, Submission).join(Grading, Grading.id == LtiPassback.grading_id)
+            .join(Submission, Submission.id == Grading.submission_id)
+            .join(Override, Override.submission_id == Submission.id)
+            .where(LtiPassback.state == "superseded", Override.removed_at.is_not(None)).distinct()).all():
+        score, maximum = _score_of(session, sub, grading)
+        if score is None or _latest_submission(session, sub) != sub.id:
+            continue
+        last = session.scalar(select(func.max(LtiPassback.timestamp)).where(LtiPassback.link_pk == row.link_pk,
+                                                                            LtiPassback.user_pk == row.user_pk))
+        now = utcnow()
+        row.state, row.score_given, row.score_maximum, row.last_error = "pending", score, maximum, ""
+        row.timestamp = now if last is None else max(now, last + timedelta(milliseconds=1))
+        row.next_attempt_at = now
+        revived += 1
+    session.flush()
+    return revived
 
 
 def _new_scores(session: Session) -> list[tuple[Grading | Override, Submission, LtiLink, LtiUser]]:
@@ -155,7 +182,7 @@ def _score_of(session: Session, sub: Submission, source: Grading | Override) -> 
     newest = [g for g in gradings if g.status == "graded"]
     maximum = newest[-1].max_score if newest else None
     score, origin = effective(newest, overrides)
-    current = overrides[-1] if origin == "override" else newest[-1] if origin == "grading" else None
+    current = active_override(overrides) if origin == "override" else newest[-1] if origin == "grading" else None
     if current is None or type(current) is not type(source) or current.id != source.id:
         return None, maximum
     return score, maximum

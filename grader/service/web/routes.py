@@ -274,6 +274,13 @@ def mount_web(app: FastAPI, hooks: WebHooks) -> None:
         run(work)
         return redirect(f"/staff/s/{submission_id}")
 
+    @router.post("/staff/s/{submission_id}/override/remove")
+    def remove_override(request: Request, submission_id: SubmissionId, csrf: Csrf) -> Response:
+        web.check_csrf(request, csrf)
+        who = web.signed_in(request, staff=True)
+        run(lambda s: ops.remove_override(s, own_submission(s, who, submission_id), who.name))
+        return redirect(f"/staff/s/{submission_id}")
+
     app.include_router(router)
 
 
