@@ -264,3 +264,33 @@ def test_an_empty_source_is_an_error_not_graded_0(tmp_path: Path, as_zip: bool) 
         source = make_zip(tmp_path / "empty.zip", {})
     run = cli("batch", source, "--out", tmp_path / "r")
     assert run.returncode == 2 and "no submission to grade" in run.stderr and "Traceback" not in run.stderr
+
+
+def test_canvas_re_uploads_the_newest_is_graded_and_the_others_are_named_and_kept(tmp_path: Path) -> None:
+    """Canvas renames a re-upload name-1, name-2: the newest (by Canvas's attachment id, not by name
+    sorting, which would pick -1) is graded; the batch output and the student's report say which,
+    and --keep all writes the older ones to reports/attempts/."""
+    source = make_zip(tmp_path / "s.zip", {
+        "doejane_4321_99001_11_embeddings.ipynb": BUGGY,
+        "doejane_4321_99007_11_embeddings-1.ipynb": BUGGY,
+        "doejane_4321_99012_11_embeddings-2.ipynb": CORRECT,
+    })
+    found = discover(source, tmp_path / "scratch")
+    resolve(found, parse_roster(CANVAS_ROSTER))
+    [entry] = found.entries
+    assert entry.student_id == "jdoe" and entry.path.name.endswith("11_embeddings-2.ipynb")
+    assert [e.path.name for e in found.superseded] == ["doejane_4321_99001_11_embeddings.ipynb",
+                                                      "doejane_4321_99007_11_embeddings-1.ipynb"]
+    assert all(e.student_id == "jdoe" for e in found.superseded)
+    [note] = [p for p in found.problems if "uploads of the notebook" in p]
+    assert "graded 11_embeddings-2.ipynb, the newest by the LMS's upload ids" in note
+    assert "left out 11_embeddings.ipynb, 11_embeddings-1.ipynb" in note
+    out, roster = tmp_path / "results", tmp_path / "canvas-gradebook.csv"
+    roster.write_text(CANVAS_ROSTER, encoding="utf-8")
+    run = cli("batch", source, "--out", out, "--roster", roster, "--keep", "all")
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "graded 11_embeddings-2.ipynb" in run.stdout + run.stderr
+    report = json.loads((out / "reports" / "jdoe.json").read_text(encoding="utf-8"))
+    assert report["score"] == report["max_score"] and any("left out" in n for n in report["extraction"]["notes"])
+    attempts = sorted(p.name for p in (out / "reports" / "attempts" / "jdoe").iterdir())
+    assert attempts == ["doejane_4321_99001_11_embeddings.json", "doejane_4321_99007_11_embeddings-1.json"]

@@ -46,6 +46,10 @@ def resolve(found: Discovery, roster: Roster | None, keep: Keep = "latest") -> N
     SubmissionError (or RosterError) naming every ambiguous file, before anything is graded."""
     if roster is not None:
         found.entries = _mapped(found, roster)
+        # older uploads of one submission (grader/batch/layouts.py) follow their student's mapping
+        mapped = {(e.lms, e.lms_id): e for e in found.entries if e.lms}
+        found.superseded = [dataclasses.replace(e, student_id=mapped[(e.lms, e.lms_id)].student_id)
+                            for e in found.superseded if (e.lms, e.lms_id) in mapped]
     _latest(found, keep)
     if found.ambiguous:
         raise SubmissionError(f"{found.layout}: {len(found.ambiguous)} ambiguous file(s), nothing was graded: "

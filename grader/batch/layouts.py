@@ -47,6 +47,7 @@ class Entry:
     lms_id: str = ""  # the LMS's own id of the student: Canvas user id, Moodle participant id, Blackboard username
     attempt: str = ""  # sortable submission time among one student's submissions ("" = the source gives none)
     late: bool = False  # the LMS marked it late (Canvas)
+    notes: tuple[str, ...] = ()  # for the student's report: which file of several was graded, and why
 
 
 @dataclass
@@ -131,11 +132,15 @@ def _lms_entries(found: Discovery, files: list[lms.Found]) -> Discovery:
     for (_key, _attempt), group in sorted(lms.by_submission(files).items()):
         first = group[0]
         originals = {f.path: f.original for f in group}
-        notebook = _pick([f.path for f in group], found, f"{first.key} ({first.name})" if first.name else first.key,
-                         original=originals.__getitem__)
-        if notebook is not None:
-            _add(found, first.key, notebook, name=first.name, submitted_at=lms.attempt_time(first.attempt),
-                 lms=first.lms, lms_id=first.lms_id, attempt=first.attempt, late=first.late)
+        uploads = {f.path: f.upload for f in group}
+        who = f"{first.key} ({first.name})" if first.name else first.key
+        picked = _pick([f.path for f in group], found, who, original=originals.__getitem__, upload=uploads.get)
+        if picked is not None:
+            notebook, older, notes = picked
+            info: dict[str, Any] = dict(name=first.name, submitted_at=lms.attempt_time(first.attempt), lms=first.lms,
+                                        lms_id=first.lms_id, late=first.late)
+            _add(found, first.key, notebook, attempt=first.attempt, notes=notes, **info)
+            found.superseded += [Entry(first.key, path, attempt=_attempt_name(path), **info) for path in older]
     return found
 
 
@@ -181,9 +186,10 @@ def _nbgrader(submitted: Path) -> Discovery:
         if not assignments:
             found.problems.append(f"{shown_name(student.name)}: no assignment folder")
             continue
-        notebook = _pick(assignments[0].iterdir(), found, student.name)
-        if notebook is not None:
-            _add(found, student.name, notebook, submitted_at=_timestamp(assignments[0] / "timestamp.txt"))
+        picked = _pick(assignments[0].iterdir(), found, student.name)
+        if picked is not None:
+            _add(found, student.name, picked[0], submitted_at=_timestamp(assignments[0] / "timestamp.txt"),
+                 notes=picked[2])
     return found
 
 
@@ -224,9 +230,10 @@ def _gradescope(folder: Path) -> Discovery:
                     f"Gradescope export: submissions {shown_name(other)} and {shown_name(key)} both claim student "
                     f"'{shown_name(who.student_id)}'; nothing was graded. Keep one of them (fix "
                     "submission_metadata.yml or remove a folder) and run the batch again")
-        notebook = _pick(sub_dir.rglob("*"), found, key)
-        if notebook is None:
+        picked = _pick(sub_dir.rglob("*"), found, key)
+        if picked is None:
             continue
+        notebook = picked[0]
         when = shown_name(str(info.get(":created_at") or info.get("created_at") or ""), 64)
         for who in submitters:
             _add(found, who.student_id, notebook, name=who.name, email=who.email, submitted_at=when)
@@ -266,11 +273,19 @@ def _folded(identity: str) -> str:
     return identity.casefold() if "@" in identity else identity
 
 
-def _pick(files: Iterable[Path], found: Discovery, student: str,
-          original: Callable[[Path], str] = lambda f: f.name) -> Path | None:
+Picked = tuple[Path, list[Path], tuple[str, ...]]  # the notebook, the older uploads left out, notes on the choice
+
+
+def _pick(files: Iterable[Path], found: Discovery, student: str, original: Callable[[Path], str] = lambda f: f.name,
+          upload: Callable[[Path], int | None] = lambda f: None) -> Picked | None:
     """The one notebook of a submission: the course module's learner file name (``original``: the
     name the student gave it, for downloads that rename files), or the only candidate. Several
-    candidates and no such name: ambiguous, named in ``found.ambiguous``."""
+    candidates and no such name: ambiguous, named in ``found.ambiguous``.
+
+    Several uploads of the learner file (Canvas renames a re-upload ``name-1.ipynb``, ``name-2``)
+    are ordered by what the layout says: the LMS's upload id, then the ``-N`` suffix, then, as a
+    last resort, the file times. The newest is graded; the others are returned as older attempts,
+    and the notes say which was graded and which were left out."""
     candidates = []
     for f in files:
         if f.suffix.lower() in SUFFIXES:
@@ -281,10 +296,12 @@ def _pick(files: Iterable[Path], found: Discovery, student: str,
     preferred = preferred_names()
     by_name = [f for f in candidates if _learner_name(original(f)) in preferred]
     if by_name:
-        return sorted(by_name, key=lambda f: (preferred.index(_learner_name(original(f))), original(f)))[0]
+        best = min(preferred.index(_learner_name(original(f))) for f in by_name)
+        same = [f for f in by_name if preferred.index(_learner_name(original(f))) == best]
+        return _newest(same, found, student, original, upload)
     notebooks = [f for f in candidates if f.suffix == ".ipynb"] or candidates
     if len(notebooks) == 1:
-        return notebooks[0]
+        return notebooks[0], [], ()
     if not notebooks:
         found.problems.append(f"{shown_name(student)}: no notebook found")
     else:
@@ -292,6 +309,40 @@ def _pick(files: Iterable[Path], found: Discovery, student: str,
                                f"like the course module ({', '.join(shown_name(f.name, 120) for f in notebooks)}); "
                                "keep the one to grade")
     return None
+
+
+def _newest(files: list[Path], found: Discovery, student: str, original: Callable[[Path], str],
+            upload: Callable[[Path], int | None]) -> Picked | None:
+    if len(files) == 1:
+        return files[0], [], ()
+    orders: tuple[tuple[str, Callable[[Path], int | None]], ...] = (
+        ("the LMS's upload ids", upload), ("the -N suffixes the LMS gives re-uploads", _suffix),
+        ("the file times (nothing else orders them)", lambda f: f.stat().st_mtime_ns))
+    for how, key in orders:
+        values = [v for f in files if (v := key(f)) is not None]
+        if len(values) == len(files) and len(set(values)) == len(values):
+            ordered = [f for _, f in sorted(zip(values, files, strict=True))]
+            newest, older = ordered[-1], ordered[:-1]
+            left_out = ", ".join(shown_name(original(f), 120) for f in older)
+            note = (f"{len(files)} uploads of the notebook: graded {shown_name(original(newest), 120)}, the newest by "
+                    f"{how}; left out {left_out}")
+            found.problems.append(f"{shown_name(student)}: {note}")
+            return newest, older, (note,)
+    found.ambiguous.append(f"{shown_name(student)}: {len(files)} uploads of the notebook "
+                           f"({', '.join(shown_name(original(f), 120) for f in files)}) and nothing says which is the "
+                           "newest; keep one")
+    return None
+
+
+def _suffix(path: Path) -> int:
+    """Canvas's re-upload number: 0 for ``name.ipynb``, N for ``name-N.ipynb``."""
+    m = re.search(r"-(\d{1,9})$", path.stem)
+    return int(m[1]) if m else 0
+
+
+def _attempt_name(path: Path) -> str:
+    """An older upload's name in reports/attempts/: its file stem, safe as a file name."""
+    return re.sub(r"[^A-Za-z0-9._-]", "_", path.stem)[:100] or "attempt"
 
 
 def _learner_name(name: str) -> str:

@@ -75,6 +75,7 @@ class Found:
     name: str = ""
     attempt: str = ""  # sortable submission time ("" when the download holds one submission per student)
     late: bool = False
+    upload: int | None = None  # Canvas's attachment id: a later upload of the student's has a larger one
 
 
 def matchers() -> dict[str, Callable[[str], bool]]:
@@ -108,7 +109,7 @@ def parse_files(lms: str, files: Iterable[Path], receipts: dict[str, str]) -> li
             late = bool(m["late"]) or name.lower().endswith("-late")
             user = m["user"]
             out.append(Found("canvas", "" if user.startswith("anon_") else user, user, f, m["file"],
-                             name=name.removesuffix("-late"), late=late))
+                             name=name.removesuffix("-late"), late=late, upload=int(m["file_id"][:18])))
         elif lms == "moodle":
             m = MOODLE_FILE.match(f.name)
             assert m is not None

@@ -165,6 +165,9 @@ def _grade_all(todo: list[tuple[Entry, str]], attempts: list[tuple[Entry, str]],
             reason = f"internal grader error, please report it: {type(e).__name__}: {shown(str(e)[:300])}"
             return StoredResult(**base, status="failed_to_grade", reason=reason, score=None, max_score=None,
                                 report=None, graded_at=now())
+        if entry.notes:  # which of several uploads was graded: the student's feedback says so too
+            extraction = report.extraction.model_copy(update={"notes": report.extraction.notes + entry.notes})
+            report = report.model_copy(update={"extraction": extraction})
         return StoredResult(**base, status="graded", reason="", score=report.score, max_score=report.max_score,
                             report=report, graded_at=now())
 
