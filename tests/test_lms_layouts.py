@@ -119,6 +119,30 @@ def test_canvas_download_through_batch_and_export_with_every_student_matched(tmp
     assert json.loads(next(v for k, v in SQLiteStore(out).meta().items() if k == "lms_ids"))["amy"]["late"] is True
 
 
+def test_the_canvas_export_updates_the_rosters_own_assignment_column(tmp_path: Path) -> None:
+    """Canvas's gradebook export names each assignment column "<name> (<id>)": the export takes the
+    id of the column named like the assignment (a header without it makes a duplicate column), says
+    when no column matches, and refuses an id that is not Canvas's."""
+    roster = tmp_path / "canvas-gradebook.csv"
+    roster.write_text(CANVAS_ROSTER.replace("Module 11 (77)", "Module 11: Embeddings (123456),Quiz 1 (555)")
+                      .replace("S1,\r\n", "S1,,\r\n").replace("S2,\r\n", "S2,,\r\n")
+                      .replace(",,,,,100\r\n", ",,,,,100,10\r\n"), encoding="utf-8")
+    out = tmp_path / "results"
+    zipped = make_zip(tmp_path / "s.zip", {"doejane_4321_99001_11_embeddings.ipynb": CORRECT})
+    assert cli("batch", zipped, "--out", out, "--roster", roster).returncode == 0
+    run = cli("export", "--format", "canvas", out, "--roster", roster)
+    assert run.returncode == 0, run.stderr
+    assert csv_rows(out / "exports" / "canvas.csv")[0][5] == "Module 11: Embeddings (123456)"
+    assert "columns not used" not in run.stderr
+    renamed = cli("export", "--format", "canvas", out, "--roster", roster, "--assignment-name", "Embeddings lab")
+    assert renamed.returncode == 0 and "no assignment column of the Canvas roster is named 'Embeddings lab'" in \
+        renamed.stderr and "Module 11: Embeddings (123456)" in renamed.stderr
+    for bad in ("abc", "-5", "0", "12x"):
+        refused = cli("export", "--format", "canvas", out, "--canvas-assignment-id", bad)
+        assert refused.returncode == 2 and "is not a Canvas assignment id" in refused.stderr, bad
+        assert "Traceback" not in refused.stderr
+
+
 def test_canvas_export_without_a_roster_carries_the_downloads_user_id(tmp_path: Path) -> None:
     out = tmp_path / "results"
     zipped = make_zip(tmp_path / "s.zip", {"doejane_4321_99001_11_embeddings.ipynb": CORRECT})

@@ -126,6 +126,7 @@ class Gradebook:
     with_roster: bool = False
     canvas_ids: Mapping[str, str] = field(default_factory=dict)  # student id -> Canvas user id from the download
     release: Release = field(default_factory=Release)  # what students may see now (student-facing feedback)
+    canvas_columns: tuple[tuple[str, str], ...] = ()  # a Canvas roster's assignment columns: (name, id)
 
     @property
     def missing(self) -> list[str]:
@@ -182,7 +183,8 @@ def build_gradebook(results: Iterable[StoredResult], *, rubric: Rubric | None, r
                             f"{', '.join(stale)}; run the batch again to regrade them")
     title = assignment or (rubric.title if rubric is not None else "") or "Assignment"
     return Gradebook(title, max_score, checks, tuple(rows), tuple(problems), rubric, canvas_assignment_id, due_date,
-                     tuple(conflicts), roster is not None, dict(canvas_ids or {}), release or Release())
+                     tuple(conflicts), roster is not None, dict(canvas_ids or {}), release or Release(),
+                     roster.assignments if roster is not None else ())
 
 
 def match_roster(roster: Roster, unclaimed: dict[str, StoredResult]) -> list[tuple[RosterEntry, list[StoredResult]]]:

@@ -5,8 +5,9 @@
     "Doe, Jane",98765,s1234567,jdoe,CS249r-01,87.5
 
 Identities come from the roster (``canvas_id``, ``sis_user_id``, ``sis_login_id``, ``section``);
-``ID`` falls back to the Canvas user id a Canvas download gave the submission. Without
-``--canvas-assignment-id`` the header has no ``(id)`` and Canvas creates a new assignment. Canvas
+``ID`` falls back to the Canvas user id a Canvas download gave the submission. The assignment's
+id is ``--canvas-assignment-id``, else the Canvas roster's column of the assignment's name; without
+one the header has no ``(id)`` and Canvas creates a new assignment (said as a problem). Canvas
 has no status column: an invalid submission holds 0, one the grader failed on holds a blank cell
 (Canvas leaves its score alone), and their status is in the command's report and the plain CSV.
 
@@ -24,9 +25,30 @@ from .base import ExportFile, Gradebook, GradeRow, csv_text, points
 IDENTITY = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
 
 
-def assignment_header(book: Gradebook) -> str:
+def assignment_column(book: Gradebook) -> tuple[str, str, str | None]:
+    """The assignment column's (name, Canvas assignment id, problem). The id is the one given, else
+    the one of the Canvas roster's column of the same name (its gradebook export names each
+    column "<name> (<id>)"); without an id a literal import makes a new, duplicate column, and the
+    problem says so and how to fix it."""
     name = " ".join(book.assignment.split())
-    return f"{name} ({book.canvas_assignment_id})" if book.canvas_assignment_id else name
+    if book.canvas_assignment_id:
+        return name, book.canvas_assignment_id, None
+    same = [(n, i) for n, i in book.canvas_columns if n.casefold() == name.casefold()]
+    if len(same) == 1:
+        return same[0][0], same[0][1], None
+    if book.canvas_columns:
+        listed = "; ".join(f"{n} ({i})" for n, i in book.canvas_columns[:8])
+        return name, "", (f"no assignment column of the Canvas roster is named {name!r} (it has: {listed}), so "
+                          "Canvas would make a new, duplicate column: pass --canvas-assignment-id with the column's "
+                          "id, or --assignment-name with its name")
+    return name, "", ("no Canvas assignment id: Canvas would make a new assignment column; pass "
+                      "--canvas-assignment-id, or give Canvas's gradebook export as the roster (its columns carry "
+                      "the ids)")
+
+
+def assignment_header(book: Gradebook) -> str:
+    name, assignment_id, _problem = assignment_column(book)
+    return f"{name} ({assignment_id})" if assignment_id else name
 
 
 class CanvasExporter:

@@ -7,6 +7,7 @@ Only the standard library is imported at first: ``add_export_parser`` runs every
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -43,11 +44,19 @@ def add_export_parser(subparsers: Any) -> argparse.ArgumentParser:
     return p
 
 
+CANVAS_ID = re.compile(r"^[1-9]\d{0,17}$")
+
+
 def export_command(args: argparse.Namespace) -> int:
     from ..models import shown
     from . import exporters
-    from .canvas import CanvasExporter
+    from .canvas import CanvasExporter, assignment_column
 
+    if args.canvas_assignment_id and not CANVAS_ID.match(args.canvas_assignment_id):
+        print(f"error: --canvas-assignment-id {shown(args.canvas_assignment_id, one_line=True)!r} is not a Canvas "
+              "assignment id: give the number in the assignment's URL (/courses/N/assignments/<id>), or leave it out "
+              "and give Canvas's gradebook export as the roster", file=sys.stderr)
+        return EXIT_USAGE
     try:
         book = load_gradebook(args.results_dir, roster_path=args.roster, assignment=args.assignment_name,
                               canvas_assignment_id=args.canvas_assignment_id, due_date=args.due_date)
@@ -63,6 +72,8 @@ def export_command(args: argparse.Namespace) -> int:
         print(f"error: {shown(str(e), one_line=True)}", file=sys.stderr)
         return EXIT_USAGE
     problems = list(book.problems)
+    if args.format == "canvas" and (column := assignment_column(book)[2]):
+        problems.append(column)
     if args.format == "canvas" and (left_out := CanvasExporter.left_out(book)):
         problems.append(f"{len(left_out)} submission(s) match no roster student by id or e-mail and were left out "
                         f"of the Canvas file (Canvas would match them by the name they give): {', '.join(left_out)}")

@@ -96,6 +96,8 @@ class Roster:
     problems: tuple[str, ...] = ()
     source: str = "roster"
     duplicates: tuple[str, ...] = ()  # "line N: student id 'x' already on line M" (the later row is ignored)
+    # a Canvas gradebook export's assignment columns, "<name> (<assignment id>)": (name, id)
+    assignments: tuple[tuple[str, str], ...] = ()
 
 
 def normalize_header(header: str) -> str:
@@ -183,7 +185,15 @@ def _parse(reader: Reader, source: str) -> Roster:
         _check_unique(canvas_ids, values["canvas_id"], sid, line, "Canvas id", problems)
     if not entries:
         raise RosterError(f"roster {source}: a header but no students; export the class list with its rows")
-    return Roster(tuple(entries), tuple(problems), source, tuple(duplicates))
+    return Roster(tuple(entries), tuple(problems), source, tuple(duplicates), canvas_assignments(header))
+
+
+CANVAS_ASSIGNMENT = re.compile(r"^(?P<name>.*\S)\s*\((?P<id>\d{1,18})\)$")  # "Module 11: Embeddings (123456)"
+
+
+def canvas_assignments(header: list[str]) -> tuple[tuple[str, str], ...]:
+    """The assignment columns of a Canvas gradebook export: (name, Canvas assignment id)."""
+    return tuple((m["name"], m["id"]) for h in header if (m := CANVAS_ASSIGNMENT.match(" ".join(h.split()))))
 
 
 def _delimiter(header_line: str) -> str:
@@ -215,7 +225,8 @@ def _map_columns(normalized: list[str], header: list[str]) -> tuple[list[tuple[i
         fallback = next((f for f in ("sis_login_id", "sis_user_id") if f in chosen), None)
         if fallback is not None:
             chosen["student_id"] = chosen[fallback]
-    unknown = [h.strip() for i, h in enumerate(header) if i not in used and h.strip()]
+    unknown = [h.strip() for i, h in enumerate(header) if i not in used and h.strip()
+               and not (canvas and CANVAS_ASSIGNMENT.match(h.strip()))]
     if unknown:
         problems.append(f"columns not used: {', '.join(unknown)}")
     return [(index, name) for name, index in chosen.items()], problems

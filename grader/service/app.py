@@ -418,7 +418,7 @@ def create_app(settings: Settings, *, dispatcher: Dispatcher | None = None,
 
     @app.get("/api/courses/{course}/assignments/{assignment}/export/{fmt}", tags=["staff"])
     def export_gradebook(course: Slug, assignment: Slug, fmt: Slug, principal: StaffOnly, assignment_name: str = "",
-                         canvas_assignment_id: str = "") -> Response:
+                         canvas_assignment_id: Annotated[str, Query(pattern=r"^([1-9]\d{0,17})?$")] = "") -> Response:
         """A gradebook in any ``grader export`` format (gradescope: a zip of results.json files).
         Problems are listed in the ``X-Grader-Problems`` header (JSON)."""
         def work(s: Session) -> tuple[str, bytes, str, list[str]]:
