@@ -43,7 +43,7 @@ def judge(spec: CheckSpec, called: str, inputs: dict[str, Any], got: CheckOutput
     diagnose = (rules.diagnoses.get(spec.diagnosis) if spec.diagnosis
                 else rules.diagnoses.get(spec.probe) or rules.diagnoses.get(spec.id))
     found = (diagnose(got, expected, inputs) if diagnose else None) or crash.cause(
-        got, expected, code, _meaning(rules, inputs))
+        got, expected, code, _meaning(rules, inputs), spec.needs)
     cause = Cause(found) if isinstance(found, str) else found
     lines = [m.text for m in mismatches[:4]]
     if len(mismatches) > 4:
@@ -69,7 +69,7 @@ def _not_ok(spec: CheckSpec, called: str, inputs: dict[str, Any], got: CheckOutp
     text = _outcome_text(spec, got, code)
     reason = rules.error_cause(got, inputs) if got.outcome == "error" and rules.error_cause else None
     if not reason and got.outcome in ("error", "oom") and not got.note:  # a host note explains it already
-        reason = crash.error_cause(got, code, _meaning(rules, inputs))
+        reason = crash.error_cause(got, code, _meaning(rules, inputs), spec.needs)
     if reason:
         text += f"\nLikely cause: {reason}."
     result = _result(spec, status, text, called, got.duration_ms, hint=hint)

@@ -34,6 +34,19 @@ class Code:
         where = self.labels.get(cell, f"cell {cell}")
         return f"{where}, line {line}" + (f", in {function}" if function else "")
 
+    def owner(self, cell: int, line: int) -> str:
+        """The class whose body holds that line (scanning up to its ``class`` statement), or ""."""
+        for at in range(line, 0, -1):
+            text = self.lines.get((cell, at))
+            if text is None:
+                continue
+            m = re.match(r"^class\s+(\w+)", text)
+            if m:
+                return m[1]
+            if text and not text[0].isspace() and not text.startswith(("#", "@", ")", "]", "}")) and at != line:
+                return ""  # a top-level statement that is no class: the line is not in one
+        return ""
+
     def relabel(self, text: str) -> str:
         """Our own text (a sandbox's "cell N, line L, in f", a host note) with every "cell N" as the
         student finds that cell."""
@@ -81,7 +94,18 @@ def _meaning(kind: str, message: str) -> str:
         return (f"arrays of shapes ({m[1]}) and ({m[2]}) were combined, and they do not line up (each axis, "
                 "counted from the right, must be equal or 1)")
     if m := re.search(rf"could not broadcast input array from shape {_SHAPE} into shape {_SHAPE}", message):
+        a, b = (tuple(n.strip() for n in g.split(",") if n.strip()) for g in (m[1], m[2]))
+        if len(a) == 2 and a == b[::-1]:
+            return (f"an array of shape ({m[1]}) was written into a place of shape ({m[2]}): its axes are swapped "
+                    "(np.meshgrid's default indexing='xy' swaps them: use indexing='ij', or transpose)")
         return f"an array of shape ({m[1]}) was written into a place of shape ({m[2]})"
+    if m := re.search(rf"non-broadcastable output operand with shape {_SHAPE} doesn't match the broadcast shape "
+                      rf"{_SHAPE}", message):
+        return (f"an in-place update (+=) of a place of shape ({m[1]}) with values of shape ({m[2]}): the right side "
+                "holds more rows than the place it adds into (flatten the ids and the gradient to (N,) and (N, D) "
+                "first)")
+    if m := re.search(r"object has no attribute '(\w+)'", message):
+        return f"the object has no attribute {m[1]!r}: a misspelt name? (an attribute exists once __init__ sets it)"
     if m := re.search(rf"cannot reshape array of size (\d+) into shape {_SHAPE}", message):
         return f"{m[1]} values cannot be reshaped to ({m[2]})"
     if "indices must be of integer" in message or "only integers, slices" in message:
@@ -97,19 +121,28 @@ def _meaning(kind: str, message: str) -> str:
 
 
 def describe(kind: str, cell: int | None, line: int | None, function: str, message: str, code: Code,
-             meaning: Meaning | None = None) -> str:
+             meaning: Meaning | None = None, targets: tuple[str, ...] = ()) -> str:
     """``<statement>`` (cell, line, function) raised <kind>: what the message says (the unit's
-    reading first, which knows the inputs: a whole table where seq_len rows belong, say)."""
+    reading first, which knows the inputs: a whole table where seq_len rows belong, say). A
+    ``raise`` of the student's own is their check refusing valid input; inside another class than
+    the check's ``targets``, that class refused what the target handed it."""
     statement = code.lines.get((cell, line), "").strip() if cell is not None and line is not None else ""
     place = code.place(cell, line, function) if cell is not None and line is not None else ""
     head = f"`{one_line(statement, 120)}` ({place})" if statement else (f"your code ({place})" if place else "")
     if not head:
         return ""
+    if statement.startswith("raise"):
+        owner = code.owner(cell, line) if cell is not None and line is not None else ""
+        if owner and targets and owner not in targets:
+            return (f"{head}: {owner}'s own check refused what {' and '.join(targets)} handed it, so the bug is in "
+                    f"how {targets[0]} calls {owner} (the input it passes has the wrong shape or value)")
+        return f"{head}: your own check refused a valid input"
     said = (meaning(kind, message) if meaning else None) or _meaning(kind, message)
     return f"{head} raised {kind} on valid input" + (f": {said}" if said else "")
 
 
-def cause(got: CheckOutput, expected: CheckOutput, code: Code, meaning: Meaning | None = None) -> str | None:
+def cause(got: CheckOutput, expected: CheckOutput, code: Code, meaning: Meaning | None = None,
+          targets: tuple[str, ...] = ()) -> str | None:
     """The statement behind the first output the reference computed that came back as an exception."""
     listed = got.facts.get(RAISED)
     entries = [r for r in map(_parse, listed if isinstance(listed, list) else []) if r is not None]
@@ -128,16 +161,17 @@ def cause(got: CheckOutput, expected: CheckOutput, code: Code, meaning: Meaning 
         found = (next((r for r in entries if r.type == kind and r.kind == wanted), None)
                  or next((r for r in entries if r.type == kind), None))
         if found is not None and (text := describe(kind, found.cell, found.line, found.function, found.message, code,
-                                                     meaning)):
+                                                     meaning, targets)):
             return text
     return None
 
 
-def error_cause(got: CheckOutput, code: Code, meaning: Meaning | None = None) -> str | None:
+def error_cause(got: CheckOutput, code: Code, meaning: Meaning | None = None,
+                targets: tuple[str, ...] = ()) -> str | None:
     """The same for a check whose probe raised (outcome error or oom)."""
     if got.error is None or not got.error.where:
         return None
     m = _WHERE.match(got.error.where)
     if m is None:
         return None
-    return describe(got.error.type, int(m[1]), int(m[2]), m[3], got.error.message, code, meaning) or None
+    return describe(got.error.type, int(m[1]), int(m[2]), m[3], got.error.message, code, meaning, targets) or None

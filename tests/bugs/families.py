@@ -12,6 +12,11 @@ from __future__ import annotations
 from .kinds import NEWER, OLDER, Bug, Style
 
 FAMILY_BUGS = (
+    Bug("bug_newer_start_pos_negative", NEWER,
+        (("if not isinstance(start_pos, (int, np.integer)) or start_pos < 0:",
+          "if not isinstance(start_pos, (int, np.integer)):"),),
+        ("pe_start_pos",), "start_pos=-3 was accepted",
+        "Newer generation: PositionalEncoding checks that start_pos is an integer but not that it is >= 0, so start_pos=-3 adds rows from the table's end (-1 fails only because its window is empty)."),
     Bug("bug_newer_pe_no_dim_check", NEWER,
         (("        batch_size, seq_len, embed_dim = x.shape\n        if embed_dim != self.embed_dim:\n"
           "            raise ValueError(f\"embed_dim mismatch: table has {self.embed_dim}, input has {embed_dim}\")\n",
@@ -51,12 +56,12 @@ FAMILY_BUGS = (
 
     Bug('bug_old_layer_params_no_positions', OLDER,
         (("        params = list(self.token_embedding.parameters())\n        if self.pos_encoding_type == 'learned':\n            params += self.pos_encoding.parameters()\n        return params\n", '        return [self.token_embedding.weight]\n'), ),
-        ('layer_modes', 'layer_defaults', 'layer_scale'), 'position table',
+        ('layer_modes', 'layer_defaults'), 'position table',
         'EmbeddingLayer.parameters() returns only the token table, leaving out the learned position table.'),
 
     Bug('bug_new_layer_params_no_positions', NEWER,
         (("        params = self.token_embedding.parameters()\n        if self.pos_encoding_type == 'learned':\n            params = params + self.pos_encoding.parameters()\n        return params\n", '        return self.token_embedding.parameters()   # the trainable lookup table\n'), ),
-        ('layer_modes', 'layer_defaults', 'layer_scale', 'layer_start_pos'), 'position table',
+        ('layer_modes', 'layer_defaults'), 'position table',
         'Newer EmbeddingLayer.parameters() returns only the token table, leaving out the learned position table.'),
 
     Bug('bug_new_take_clip_no_check', NEWER,
@@ -81,62 +86,62 @@ FAMILY_BUGS = (
 
     Bug('bug_new_sin_returns_ndarray', NEWER,
         (('    return Tensor(pe)\n', '    return pe\n'), ('            table = self.pos_encoding[start_pos:start_pos + seq_len]\n            h = h + table.reshape(1, seq_len, embed_dim)\n', '            table = self.pos_encoding.data[start_pos:start_pos + seq_len]   # constant rows\n            h = h + Tensor(table.reshape(1, seq_len, embed_dim))\n'), ),
-        ('layer_modes', 'layer_defaults', 'layer_sin_values_visible', 'layer_sin_values', 'layer_sin_too_long', 'layer_start_pos'), 'ndarray',
+        ('layer_modes', 'layer_defaults', 'layer_sin_values_visible', 'layer_sin_values', 'layer_sin_too_long', 'layer_start_pos', 'layer_scale'), 'ndarray',
         "create_sinusoidal_embeddings returns the numpy array, not a Tensor, so the layer's pos_encoding.data[...] slices a memoryview and fails."),
 
     Bug('bug_old_sin_returns_ndarray_newaxis', OLDER,
         (('    return Tensor(table)\n', '    return table\n'), ('            h = h + self.pos_encoding[:seq_len]\n', '            # constant rows, (1, T, D), no gradient needed\n            h = h + Tensor(self.pos_encoding.data[np.newaxis, :seq_len], requires_grad=False)\n'), ),
-        ('layer_modes', 'layer_defaults', 'layer_sin_values_visible', 'layer_sin_values', 'layer_sin_too_long'), 'ndarray',
+        ('layer_modes', 'layer_defaults', 'layer_sin_values_visible', 'layer_sin_values', 'layer_sin_too_long', 'layer_scale'), 'ndarray',
         "create_sinusoidal_embeddings returns the numpy array, not a Tensor, so the layer's pos_encoding.data[np.newaxis, :seq_len] indexes a memoryview and raises TypeError."),
 
     Bug('bug_old_sin_exponent_doubled', OLDER,
         (('    inv_freq = np.exp(-math.log(10000.0) * even_cols / embed_dim)         # 1 / 10000^(2i/D)\n', '    inv_freq = np.exp(-math.log(10000.0) * 2 * even_cols / embed_dim)     # 1 / 10000^(2i/D)\n'), ),
-        ('sin_values', 'layer_sin_values_visible', 'layer_sin_values'), '4i',
+        ('sin_values', 'layer_sin_values_visible', 'layer_sin_values', 'layer_scale'), '4i',
         'The frequency exponent is doubled: 10000^(4i/D) instead of 10000^(2i/D) (even_cols is already 2i).'),
 
     Bug('bug_new_sin_exponent_doubled', NEWER,
         (('    denom = np.power(10000.0, np.arange(0, embed_dim, 2, dtype=np.float64) / embed_dim)\n', '    denom = np.power(10000.0, 2 * np.arange(0, embed_dim, 2, dtype=np.float64) / embed_dim)\n'), ),
-        ('sin_values', 'layer_sin_values_visible', 'layer_sin_values', 'layer_start_pos'), '4i',
+        ('sin_values', 'layer_sin_values_visible', 'layer_sin_values', 'layer_start_pos', 'layer_scale'), '4i',
         'Newer: the frequency exponent is doubled, 10000^(4i/D) instead of 10000^(2i/D).'),
 
     Bug('bug_old_sin_log10', OLDER,
         (('    inv_freq = np.exp(-math.log(10000.0) * even_cols / embed_dim)         # 1 / 10000^(2i/D)\n', '    inv_freq = np.exp(-math.log10(10000.0) * even_cols / embed_dim)       # 1 / 10000^(2i/D)\n'), ),
-        ('sin_values', 'layer_sin_values_visible', 'layer_sin_values'), 'log10',
+        ('sin_values', 'layer_sin_values_visible', 'layer_sin_values', 'layer_scale'), 'log10',
         'The exp form uses log10(10000) = 4 instead of ln(10000), so the frequencies are e^(-4*2i/D).'),
 
     Bug('bug_new_sin_log10', NEWER,
         (('    denom = np.power(10000.0, np.arange(0, embed_dim, 2, dtype=np.float64) / embed_dim)\n', '    denom = np.exp(np.arange(0, embed_dim, 2, dtype=np.float64) * math.log10(10000.0) / embed_dim)\n'), ),
-        ('sin_values', 'layer_sin_values_visible', 'layer_sin_values', 'layer_start_pos'), 'log10',
+        ('sin_values', 'layer_sin_values_visible', 'layer_sin_values', 'layer_start_pos', 'layer_scale'), 'log10',
         'Newer: the denominator is exp(2i*log10(10000)/D) = e^(8i/D), log10 instead of ln.'),
 
     Bug('bug_old_sin_positions_from_1', OLDER,
         (('    positions = np.arange(max_seq_len, dtype=np.float64)[:, np.newaxis]   # (L, 1)\n', '    positions = np.arange(1, max_seq_len + 1, dtype=np.float64)[:, np.newaxis]   # positions 1..L\n'), ),
-        ('sin_pos0', 'sin_values', 'layer_sin_values_visible', 'layer_sin_values'), 'from 1',
+        ('sin_pos0', 'sin_values', 'layer_sin_values_visible', 'layer_sin_values', 'layer_scale'), 'from 1',
         'Sinusoid positions are counted from 1, so row 0 holds position 1 (not [0, 1, 0, 1, ...]).'),
 
     Bug('bug_new_sin_positions_from_1', NEWER,
         (('    pos = np.arange(max_seq_len, dtype=np.float64).reshape(-1, 1)\n', '    pos = np.arange(1, max_seq_len + 1, dtype=np.float64).reshape(-1, 1)\n'), ),
-        ('sin_pos0', 'sin_values', 'layer_sin_values_visible', 'layer_sin_values', 'layer_start_pos'), 'from 1',
+        ('sin_pos0', 'sin_values', 'layer_sin_values_visible', 'layer_sin_values', 'layer_start_pos', 'layer_scale'), 'from 1',
         'Newer: sinusoid positions run 1..L instead of 0..L-1, so every row is shifted by one.'),
 
     Bug('bug_old_sin_exponent_sign', OLDER,
         (('    inv_freq = np.exp(-math.log(10000.0) * even_cols / embed_dim)         # 1 / 10000^(2i/D)\n', '    inv_freq = np.exp(math.log(10000.0) * even_cols / embed_dim)          # 10000^(2i/D)\n'), ),
-        ('sin_values', 'layer_sin_values_visible', 'layer_sin_values'), 'sign',
+        ('sin_values', 'layer_sin_values_visible', 'layer_sin_values', 'layer_scale'), 'sign',
         'The sign of the exponent is flipped: angles are pos * 10000^(2i/D) instead of pos / 10000^(2i/D).'),
 
     Bug('bug_new_sin_exponent_sign', NEWER,
         (('    angles = pos / denom                                   # (max_seq_len, ceil(D/2))\n', '    angles = pos * denom                                   # (max_seq_len, ceil(D/2))\n'), ),
-        ('sin_values', 'layer_sin_values_visible', 'layer_sin_values', 'layer_start_pos'), 'sign',
+        ('sin_values', 'layer_sin_values_visible', 'layer_sin_values', 'layer_start_pos', 'layer_scale'), 'sign',
         'Newer: angles are pos * 10000^(2i/D) (exponent sign flipped) instead of pos / 10000^(2i/D).'),
 
     Bug('bug_old_sin_cos_first_stack', OLDER,
         (('    table = np.zeros((max_seq_len, embed_dim), dtype=np.float32)\n    table[:, 0::2] = np.sin(angles)\n    table[:, 1::2] = np.cos(angles[:, : embed_dim // 2])\n    return Tensor(table)\n', '    pairs = np.stack([np.cos(angles), np.sin(angles)], axis=-1)   # (L, ceil(D/2), 2)\n    table = pairs.reshape(max_seq_len, -1)[:, :embed_dim].astype(np.float32)\n    return Tensor(table)\n'), ),
-        ('sin_pos0', 'sin_values', 'layer_sin_values_visible', 'layer_sin_values'), 'swapped',
+        ('sin_pos0', 'sin_values', 'layer_sin_values_visible', 'layer_sin_values', 'layer_scale'), 'swapped',
         'sin and cos are swapped: the stacked pairs put cos in the even columns and sin in the odd ones.'),
 
     Bug('bug_new_sin_halves_concat', NEWER,
         (('    pe[:, 0::2] = np.sin(angles)\n    n_cos = embed_dim // 2\n    pe[:, 1::2] = np.cos(angles[:, :n_cos])\n', '    n_cos = embed_dim // 2\n    pe[:, :] = np.concatenate([np.sin(angles), np.cos(angles[:, :n_cos])], axis=1)\n'), ),
-        ('sin_pos0', 'sin_values', 'layer_sin_values_visible', 'layer_sin_values', 'layer_start_pos'), 'half',
+        ('sin_pos0', 'sin_values', 'layer_sin_values_visible', 'layer_sin_values', 'layer_start_pos', 'layer_scale'), 'half',
         'Newer: sines fill the first half of the columns and cosines the second half instead of interleaving.'),
 
     Bug('bug_old_sin_odd_cos_full_width', OLDER,
@@ -156,12 +161,12 @@ FAMILY_BUGS = (
 
     Bug('bug_old_layer_sin_whole_table', OLDER,
         (('            h = h + self.pos_encoding[:seq_len]\n', '            h = h + self.pos_encoding  # (max_seq_len, D) sinusoids\n'), ),
-        ('layer_modes', 'layer_sin_values_visible', 'layer_sin_values'), '[:seq_len]',
+        ('layer_modes', 'layer_sin_values_visible', 'layer_sin_values', 'layer_scale'), '[:seq_len]',
         'The sinusoidal mode adds the whole (max_seq_len, D) table instead of its first seq_len rows; numpy fails to broadcast unless seq_len == max_seq_len.'),
 
     Bug('bug_new_layer_sin_whole_table', NEWER,
         (('            table = self.pos_encoding[start_pos:start_pos + seq_len]\n            h = h + table.reshape(1, seq_len, embed_dim)\n', '            h = h + self.pos_encoding\n'), ),
-        ('layer_modes', 'layer_sin_values_visible', 'layer_sin_values', 'layer_start_pos'), '[:seq_len]',
+        ('layer_modes', 'layer_sin_values_visible', 'layer_sin_values', 'layer_start_pos', 'layer_scale'), '[:seq_len]',
         'Newer: the sinusoidal mode adds the whole (max_seq_len, D) table, not the window [start_pos:start_pos+seq_len]; numpy fails to broadcast.'),
 
     Bug('bug_new_backward_fancy_rows', NEWER,
@@ -281,11 +286,6 @@ STYLES = (
             "        if seq_len > self.max_seq_len:\n            raise ValueError(\n                f\"Positions"),),
           "Newer generation: the length check leaves out start_pos; past the table's end numpy's ValueError "
           "refuses instead."),
-    Style("style_newer_negative_start_pos_numpy_refuses", NEWER,
-          (("if not isinstance(start_pos, (int, np.integer)) or start_pos < 0:",
-            "if not isinstance(start_pos, (int, np.integer)):"),),
-          "Newer generation: no check that start_pos >= 0; numpy refuses start_pos=-1, and no text names the "
-          "exception for it."),
     Style('style_older_range_check_np_all', OLDER,
           (('if ids.size and (ids.min() < 0 or ids.max() >= self.vocab_size):', 'if ids.size and (np.all(ids < 0) or np.all(ids >= self.vocab_size)):'),),
           'Older generation: the range check fires only when all ids are bad; the older course never asks for a range check.', note='emb_index_error'),

@@ -58,16 +58,35 @@ def _shape(param: Any) -> tuple[int, ...]:
     return tuple(np.shape(data))
 
 
+NOT_A_TENSOR = "parameters() returns plain arrays (each Tensor's .data), not the Tensors"
+
+
 def inject(obj: Any, values: np.ndarray, what: str) -> Any:
-    """Overwrite, in place, the one parameter of ``obj`` whose shape matches ``values``."""
+    """Overwrite, in place, the one parameter of ``obj`` whose shape matches ``values``; when
+    parameters() has none, a Tensor attribute of ``obj`` (or of one of its attributes) of that
+    shape, so that a parameters() that leaves a table out costs only the checks about parameters."""
     params = parameters_of(obj, what)
+    if params and all(isinstance(p, np.ndarray) for p in params):
+        raise ProbeError(f"{what}.{NOT_A_TENSOR}: return [self.weight], the Tensor an optimizer can update")
     shapes = [_shape(p) for p in params]
-    matches = [p for p, shape in zip(params, shapes, strict=True) if shape == values.shape]
+    matches = [p for p, shape in zip(params, shapes, strict=True) if shape == values.shape] or _held(obj, values.shape)
     if not matches:
         raise ProbeError(f"{what}.parameters() has no tensor of shape {values.shape} (found {shapes})")
     param = matches[0]
     param.data[...] = values
     return param
+
+
+def _held(obj: Any, shape: tuple[int, ...]) -> list[Any]:
+    """The Tensors of ``shape`` among the attributes of ``obj`` and of its attributes."""
+    T, found = tensor_class(), []
+    try:
+        holders = [obj, *(v for v in vars(obj).values() if hasattr(v, "__dict__"))]
+        for holder in holders:
+            found += [v for v in vars(holder).values() if isinstance(v, T) and _shape(v) == shape]
+    except Exception:
+        return []
+    return found[:1]
 
 
 FOREIGN = " from numpy or the Tensor library, not from your own check"

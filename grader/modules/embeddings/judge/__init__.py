@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from ....channel import CheckOutput
+from ....harness.probes.common import NOT_A_TENSOR
 from ....judge import uniform
 from ....judge.compare import Cause, Diagnosis, Mismatch, close
 from ..probes import IN_GRAPH
@@ -134,9 +135,21 @@ def emb_index_error(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Caus
     return "; ".join(causes) or None
 
 
+def _gradient_shape(got: CheckOutput, i: Inputs) -> str | None:
+    """A weight gradient refused for its shape: rows for the ids seen instead of the whole table."""
+    for name, reason in got.rejected.items():
+        m = _REJECTED_SHAPE.match(reason)
+        if m and "grad" in name and int(m[2]) == i["dim"] and int(m[1]) != i["vocab"]:
+            return (f"the weight's gradient has {m[1]} rows, not the table's {i['vocab']}: every row of the table gets "
+                    "a gradient row (0 where no id points), so create it as np.zeros_like(weight.data)")
+    return None
+
+
 def grad_accumulate(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
     if no_gradient := _no_gradient(got):
         return no_gradient
+    if wrong_size := _gradient_shape(got, i):
+        return wrong_size
     scaled = scale.gradient_scale(got, exp, {"seed_grad": 2, "grad": 3})  # before row 0 alone, which a scale fools
     if scaled:
         return scaled
@@ -239,6 +252,9 @@ def pe_broadcast(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
         return "positions are off by one: add position_embeddings[:seq_len], starting at row 0"
     if _same(out[0], x[0] + table[:seq]):
         return "only the first batch element got its positions: rely on broadcasting over the batch axis"
+    if seq > 1 and _same(out, x + table[:seq][::-1]):
+        return ("the position rows are added in reverse order (the last position's row to the first token): add "
+                "rows 0 .. seq_len-1 in order")
     return None
 
 
@@ -319,6 +335,11 @@ _REJECTED_SHAPE = re.compile(r"^shape \((\d+), (\d+)\) differs")
 
 
 def sin_pos0(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
+    for reason in got.rejected.values():
+        m = re.match(r"^shape \((\d+),\) differs from the expected \((\d+),\)", reason)
+        if m and int(m[1]) * 2 in (int(m[2]), int(m[2]) + 1):
+            return ("row 0 has half the columns: the sines and the cosines are stacked one above the other instead "
+                    "of interleaved in the columns of each row, PE[:, 0::2] = sin and PE[:, 1::2] = cos")
     for row in got.arrays.values():
         if row.ndim == 1 and row.size >= 2 and np.allclose(row[:2], [1.0, 0.0]):
             return "row 0 starts [1, 0, ...]: sin and cos are swapped (even columns sin, odd columns cos)"
@@ -342,6 +363,10 @@ def sin_values(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
         if shape and int(shape[1]) != i["max_len"] and int(shape[2]) == int(name.rsplit("_d", 1)[1]):
             return (f"the table has {shape[1]} rows whatever max_seq_len is: create_sinusoidal_embeddings(max_seq_len, "
                     f"embed_dim) returns exactly max_seq_len rows (here {i['max_len']})")
+        if shape and int(shape[1]) == 2 * i["max_len"] and int(shape[2]) * 2 in (dim := int(name.rsplit("_d", 1)[1]),
+                                                                                   dim + 1):
+            return ("the sines and the cosines are stacked one above the other (2 * max_seq_len rows): they share "
+                    "each row, interleaved in the columns, PE[:, 0::2] = sin and PE[:, 1::2] = cos")
         if "shape" in reason and name.endswith(tuple(f"_d{d}" for d in i["dims"] if d % 2)):
             return "odd embed_dim is not handled: the table must have exactly D columns (drop the last cos)"
     return None
@@ -424,6 +449,24 @@ def layer_scale(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause | 
                          "emb_lookup")
         return None  # the lookup is wrong: any guess about the scale would be untested
     root = math.sqrt(dim)
+    sin, own_sin = exp.arrays.get("aux_sinusoids"), _arr(got, "aux_sinusoids")
+    failed_sin = got.facts.get("sinusoidal")
+    if isinstance(failed_sin, str) and failed_sin.startswith("raised") and got.facts.get("aux_sin_type") not in (
+            None, "Tensor"):
+        return Cause(f"create_sinusoidal_embeddings returns {_a(str(got.facts['aux_sin_type']))}, not a Tensor, and "
+                     "the sinusoidal mode fails on it: return Tensor(table)", hint=False)
+    if (sin is not None and own_sin is not None and own_sin.shape == sin.shape and not _same(own_sin, sin)
+            and _same(_arr(got, "sinusoidal"), tok * root + own_sin[:seq])):
+        return Cause("the scaling is right, but your create_sinusoidal_embeddings table is wrong", "sin_values")
+    if _same(plain, tok * root) and _same(learned, tok * root + pos) and sin is not None:
+        got_sin, added = _arr(got, "sinusoidal"), sin[:seq]
+        if _same(got_sin, (tok + added) * root):
+            return ("in the sinusoidal mode the scale was applied after adding the sinusoid: scale only the token "
+                    "embeddings, then add the positions")
+        if _same(got_sin, tok + added):
+            return "scale_embeddings=True has no effect in the sinusoidal mode: scale the tokens there as well"
+        if _same(got_sin, tok * root):
+            return Cause("the tokens are scaled, but the sinusoidal mode adds no positions", "layer_sin_values_visible")
     if _same(plain, tok * dim):
         return f"the token embeddings were multiplied by D ({dim}) instead of sqrt(D) ({root:.4g})"
     if _same(plain, tok) and _same(learned, tok * root + pos):
@@ -455,7 +498,8 @@ def emb_xavier(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
     v, d = i["vocab"], i["dim"]
     others = {"sqrt(6/(V*D))": math.sqrt(6.0 / (v * d)), "sqrt(2/D)": math.sqrt(2.0 / d),
               "sqrt(6/V)": math.sqrt(6.0 / v), "sqrt(6/D)": math.sqrt(6.0 / d),
-              "sqrt(2/(V+D))": math.sqrt(2.0 / (v + d)), "sqrt(1/D)": math.sqrt(1.0 / d)}
+              "sqrt(2/(V+D))": math.sqrt(2.0 / (v + d)), "sqrt(1/D)": math.sqrt(1.0 / d),
+              "sqrt(6)/(V+D)": math.sqrt(6.0) / (v + d), "6/(V+D)": 6.0 / (v + d)}
     return uniform.likely_cause(weight, _xavier_limit(i), others)
 
 
@@ -504,7 +548,20 @@ DIAGNOSES: dict[str, Diagnosis] = {
     } | embeddings_api.DIAGNOSES).items()
 }
 def error_cause(got: CheckOutput, i: Inputs) -> str | None:
-    """The cause of a check that ended in an error: a transposed table, or a bare backward result."""
+    """The cause of a check that ended in an error: a transposed table, parameters() that gives
+    arrays, or a bare backward result."""
+    if got.error is not None and got.error.type == "ProbeError" and NOT_A_TENSOR in got.error.message:
+        return ("parameters() returns each Tensor's .data, a numpy array that no optimizer can update (nor the "
+                "gradient reach): return the Tensors themselves, [self.weight]")
+    m = re.search(r"gave a gradient of shape \((\d+), (\d+)\) for a tensor of shape \((\d+), (\d+)\)",
+                  got.error.message if got.error is not None else "")
+    if m and m[2] == m[4] and m[1] != m[3]:
+        return (f"the weight's gradient has {m[1]} rows, not the table's {m[3]}: every row of the table gets a "
+                "gradient row (0 where no id points), so create it as np.zeros_like(weight.data)")
+    if got.error is not None and got.error.type == "ProbeError" and got.error.message.rstrip().endswith(" is None"):
+        what = got.error.message.rstrip().removesuffix(" is None").strip()
+        return (f"{what} returned None: the method computes its result but does not return it (a missing "
+                "`return`, or __call__ that calls forward without returning what it gives)")
     return layout.error_cause(got, i) or returned.bare_gradient(got)
 
 

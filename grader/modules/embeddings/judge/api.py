@@ -126,6 +126,9 @@ def pe_start_pos(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause |
 def _bad_start_causes(got: CheckOutput) -> str | None:
     negative, fractional = got.facts.get("negative"), got.facts.get("fractional")
     fix = "raise ValueError unless start_pos is an integer >= 0 (isinstance(start_pos, (int, np.integer)))"
+    if got.facts.get("negative_wraps") == "none":
+        return ("start_pos=-3 was accepted for 2 positions: numpy reads a negative start from the table's end, so "
+                f"the last rows but one were added (start_pos=-1 fails only because its window is empty): {fix}")
     if negative != OWN:
         what = ("was accepted" if negative == "none" else "failed inside numpy or the Tensor library, not in your "
                 "own check" if _foreign(negative) else f"raised {negative}")
@@ -254,7 +257,14 @@ def emb_large_ids(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause 
         return Cause("the lookup is right, but no gradient reached the weights", "grad_accumulate")
     if isinstance(failed, str) and failed.startswith("raised"):
         return f"the lookup is right, but the backward of these ids {failed}"
-    return gradient_scale(got, exp, {"grad_rows": ids.size})
+    scaled = gradient_scale(got, exp, {"grad_rows": ids.size})
+    if scaled:
+        return scaled
+    if grad is not None and not _same(grad, exp.arrays.get("grad_rows", np.empty(0))):
+        return Cause("the lookup of these large ids is right and no cast of the ids explains the gradient: the "
+                     "backward itself computes a wrong gradient (the gradient checks show it on small tables)",
+                     hint=False)
+    return None
 
 
 def _wrap(dtype: str) -> str:
@@ -386,7 +396,8 @@ def layer_defaults(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause
     out, tok = got.arrays.get("out"), i["weight"][i["tokens"].astype(int)]
     table = i["table"][: tok.shape[1]]
     if _same(out, tok * math.sqrt(i["dim"]) + table):
-        return "scale_embeddings defaults to True: its default is False"
+        return ("with the defaults the token embeddings are scaled by sqrt(D): scale_embeddings defaults to False, "
+                "and only scale_embeddings=True scales (test it with `if self.scale_embeddings:`, not `is not None`)")
     if _same(out, tok + 2 * table):  # the signature (the check's hint) is not what is wrong
         return Cause("the defaults are right, but the learned position rows were added twice (the PositionalEncoding "
                      "adds them already): add them once", hint=False)

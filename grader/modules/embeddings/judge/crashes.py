@@ -23,6 +23,9 @@ def meaning(kind: str, message: str, i: Inputs) -> str | None:
     if how == "into" and len(a) == len(b) == 2 and a[0] == b[0] and a[1] == b[1] + 1:
         return (f"{a[1]} columns were written into {b[1]}: for an odd embed_dim there is one cos column fewer "
                 "than sin columns (D // 2 of them), so take angles[:, :embed_dim // 2] for the cos columns")
+    if how == "into" and len(a) == len(b) == 2 and a[0] == b[0] and a[1] + 1 == b[1]:
+        return (f"{a[1]} columns were written into {b[1]}: for an odd embed_dim there is one sin column more than "
+                "cos columns ((D + 1) // 2 of them, PE[:, 0::2]), so the sines take every frequency")
     big, small = (a, b) if len(a) >= len(b) else (b, a)
     if how != "operands" or len(big) != 3 or len(small) < 2 or big[-1] != small[-1]:
         return None

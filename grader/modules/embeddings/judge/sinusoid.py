@@ -23,20 +23,31 @@ HALVES = ("the sines fill the first half of the columns and the cosines the seco
 
 def table(max_len: int, dim: int, *, swap: bool = False, per_column: bool = False, base: float = BASE,
           halves: bool = False, padded: bool = False, exponent_scale: float = 1.0, first_position: int = 0,
-          sign: float = 1.0) -> np.ndarray:
+          sign: float = 1.0, only: str = "", degrees: bool = False, floor: bool = False,
+          normalised: bool = False) -> np.ndarray:
     """The sinusoid table, or one of its usual mistakes; ``padded``: the exponent divides by the even
     width (D + 1 for odd D) of a table built for whole (sin, cos) pairs and then cut to D columns;
-    ``exponent_scale``: 2 for 10000^(4i/D); ``sign``: -1 for pos * 10000^(2i/D)."""
+    ``exponent_scale``: 2 for 10000^(4i/D); ``sign``: -1 for pos * 10000^(2i/D); ``only``: "sin" or
+    "cos" in every column; ``degrees``: the angle read as degrees; ``floor``: the exponent computed
+    with integer division, 2i // D; ``normalised``: positions divided by max_seq_len."""
     pos = np.arange(first_position, first_position + max_len)[:, None].astype(np.float64)
+    if normalised:
+        pos = pos / max_len
     col = np.arange(dim)[None, :]
     if halves:  # sines of frequency i in column i, then the cosines: concatenated, not interleaved
         first = (dim + 1) // 2
         pair = np.where(col < first, col, col - first)
         angle = pos / base ** (2 * pair / dim)
         return np.where(col < first, np.sin(angle), np.cos(angle))
-    exponent = exponent_scale * (col if per_column else 2 * (col // 2)) / (dim + dim % 2 if padded else dim)
+    index = col if per_column else 2 * (col // 2)
+    width = dim + dim % 2 if padded else dim
+    exponent = (index // width) if floor else exponent_scale * index / width
     angle = pos / base ** (sign * exponent)
+    if degrees:
+        angle = np.deg2rad(angle)
     even = (col % 2 == 0) != swap
+    if only:
+        even = np.full(even.shape, only == "sin")
     return np.where(even, np.sin(angle), np.cos(angle))
 
 
@@ -64,6 +75,15 @@ MISTAKES = (
     Mistake("positions are counted from 1: row p must use position p, so row 0 is sin(0) = 0, cos(0) = 1",
             {"first_position": 1}),
     Mistake("the base is 1000, not 10000", {"base": 1000.0}),
+    Mistake("every column holds cos: even columns take sin (PE[:, 0::2]), odd columns cos (PE[:, 1::2])",
+            {"only": "cos"}),
+    Mistake("every column holds sin: odd columns take cos (PE[:, 1::2] = cos), even columns sin", {"only": "sin"}),
+    Mistake("the angle is read as degrees (np.deg2rad, or * pi / 180): pos / 10000^(2i/D) is already in radians",
+            {"degrees": True}),
+    Mistake("the exponent is computed with integer division, 2i // D (0 for every column), so every frequency is "
+            "1: divide with /, 10000^(2i / D)", {"floor": True}),
+    Mistake("the positions are divided by max_seq_len: the angle uses the position itself, pos / 10000^(2i/D)",
+            {"normalised": True}),
     Mistake(HALVES, {"halves": True}),
     Mistake("for odd embed_dim the exponent divides by D + 1 (the width of whole sin/cos pairs) instead of D: the "
             "frequencies are 10000^(2i/D) with D itself, then the last cos is dropped", {"padded": True}),

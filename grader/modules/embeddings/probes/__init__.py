@@ -420,7 +420,7 @@ def _layer_sin_values_run(ns: Namespace, i: Inputs) -> Outputs:
 
 def _layer_scale_describe(i: Inputs) -> str:
     return (f"EmbeddingLayer({i['vocab']}, {i['dim']}, max_seq_len={i['max_len']}, scale_embeddings=True) "
-            f"with known weights, pos_encoding None and 'learned', on tokens {fmt(i['tokens'].astype(int))}")
+            f"with known weights, pos_encoding None, 'learned' and 'sinusoidal', on tokens {fmt(i['tokens'].astype(int))}")
 
 
 def _layer_scale_run(ns: Namespace, i: Inputs) -> Outputs:
@@ -431,9 +431,15 @@ def _layer_scale_run(ns: Namespace, i: Inputs) -> Outputs:
     learned = Layer(i["vocab"], i["dim"], max_seq_len=i["max_len"], pos_encoding="learned", scale_embeddings=True)
     inject(learned, i["weight"], "EmbeddingLayer")
     inject(learned, i["table"], "EmbeddingLayer")
+    sinusoidal = Layer(i["vocab"], i["dim"], max_seq_len=i["max_len"], pos_encoding="sinusoidal", scale_embeddings=True)
+    inject(sinusoidal, i["weight"], "EmbeddingLayer")
     return {
         "no_positions": as_array(plain(T(i["tokens"])), "EmbeddingLayer output (pos_encoding=None)"),
         "learned": as_array(learned(T(i["tokens"])), "EmbeddingLayer output (pos_encoding='learned')"),
+        "sinusoidal": attempt(lambda: sinusoidal(T(i["tokens"])), "EmbeddingLayer output (pos_encoding='sinusoidal')"),
+        "aux_sinusoids": attempt(lambda: ns["create_sinusoidal_embeddings"](i["max_len"], i["dim"]),
+                                 "create_sinusoidal_embeddings(...)"),
+        "aux_sin_type": type_name(lambda: ns["create_sinusoidal_embeddings"](i["max_len"], i["dim"])),
         "aux_lookup": own_lookup(ns, i),
         "aux_positions": own_positions(ns, i["table"], i["tokens"].shape[1]),
     }

@@ -113,7 +113,7 @@ def _pe_start_describe(i: Inputs) -> str:
     return (f"PositionalEncoding({m}, {d}) with known position table: forward(x) and forward(x, start_pos={s}), "
             f"pe(x, start_pos={s}) and its backward, for x of shape {tuple(i['x'].shape)}; then x of shape "
             f"(1, 2, {d}) and (1, 3, {d}) at start_pos={m - 2} (ending at max_seq_len, and one past it); "
-            "then pe(x, start_pos=-1) and pe(x, start_pos=1.5)")
+            "then pe(x, start_pos=-1), pe(x, start_pos=1.5) and, for x of shape (1, 2, D), pe(x, start_pos=-3)")
 
 
 def _pe_start_run(ns: Namespace, i: Inputs) -> Outputs:
@@ -140,6 +140,8 @@ def _pe_start_run(ns: Namespace, i: Inputs) -> Outputs:
         "at_end": attempt(lambda: pe(T(i["x_end"]), start_pos=m - 2), "pe(x, start_pos) at the end"),
         "past_end": raised(lambda: pe(T(np.zeros((1, 3, d))), start_pos=m - 2)),
         "negative": raised(lambda: pe(T(x), start_pos=-1)),
+        # far enough below 0 that a slice from it is not empty: numpy would add rows from the end
+        "negative_wraps": raised(lambda: pe(T(i["x_end"]), start_pos=-3)),
         "fractional": raised(lambda: pe(T(x), start_pos=1.5)),
     }
 
