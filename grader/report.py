@@ -14,7 +14,16 @@ from rich.table import Table
 from .models import GradeReport, shown
 from .visibility import Release
 
-PARTIAL_TOTAL = "This total covers only the checks shown here; your final score also counts checks not shown."
+
+def coverage(shown_score: float, shown_max: float, shown_count: int, unseen_count: int, unseen_points: float,
+             final_max: float) -> str:
+    """What a total shown to a student covers, in words, when some checks are not shown to them:
+    "45/94 is the score on the 24 checks shown here. 4 more checks (6 points) count but are not
+    shown to you yet; the gradebook gets the score on all 28 checks, out of 100." """
+    return (f"{shown_score:g}/{shown_max:g} is the score on the {shown_count} check{'s' if shown_count != 1 else ''} "
+            f"shown here. {unseen_count} more check{'s' if unseen_count != 1 else ''} ({unseen_points:g} points) "
+            f"count{'s' if unseen_count == 1 else ''} but {'is' if unseen_count == 1 else 'are'} not shown to you; "
+            f"the gradebook gets the score on all {shown_count + unseen_count} checks, out of {final_max:g}.")
 
 STATUS_STYLE = {
     "passed": "[green]✔ passed[/]", "failed": "[red]✘ failed[/]", "error": "[red]✘ error[/]",
@@ -34,7 +43,7 @@ def render(report: GradeReport, console: Console, *, staff: bool = False, releas
     max_score = report.max_score if not partial else sum(c.max_score for c in checks)
     passed = sum(c.status == "passed" for c in checks)
     title = (f"[bold]{escape(shown(report.submission))}[/]: [bold]{score:g}/{max_score:g}[/] "
-             f"({passed}/{len(checks)} checks{' shown' if partial else ''}) [dim]{report.backend.label} run, "
+             f"({passed} of {len(checks)} checks passed) [dim]{report.backend.label} run, "
              f"{report.backend.name} backend[/]")
     table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
     table.add_column("check", no_wrap=True)
@@ -45,7 +54,9 @@ def render(report: GradeReport, console: Console, *, staff: bool = False, releas
         table.add_row(escape(c.id), STATUS_STYLE[c.status], f"{c.score:g}/{c.max_score:g}", escape(c.title))
     console.print(table)
     if partial:
-        console.print(f"[dim]{PARTIAL_TOTAL}[/]")
+        unseen = [c for c in report.checks if c not in checks]
+        words = coverage(score, max_score, len(checks), len(unseen), sum(c.max_score for c in unseen), report.max_score)
+        console.print(f"[dim]{words}[/]")
     for c in checks:
         text = c.detail if staff or c.visibility != "visible" else c.message
         if c.status != "passed" and text:

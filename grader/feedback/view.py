@@ -14,8 +14,8 @@ from typing import Literal
 
 from ..batch.store import ResultStatus, StoredResult
 from ..models import CheckStatus, Figure, Visibility
-from ..report import PARTIAL_TOTAL
 from ..report import _notes as extraction_notes
+from ..report import coverage
 from ..rubric import Rubric
 from ..visibility import Release
 
@@ -67,6 +67,8 @@ class StudentView:
     practice: bool
     pending: tuple[tuple[Literal["after_due_date", "after_published"], int], ...] = ()  # checks released later: (when, how many)
     partial: bool = False  # some checks are not shown, so the total is not the final score
+    unseen: tuple[int, float] = (0, 0.0)  # the checks not shown: how many, and their points
+    final_max: float = 0.0  # the points possible of every check: what the gradebook's score is out of
 
     @property
     def failed_visible(self) -> tuple[CheckView, ...]:
@@ -88,20 +90,23 @@ def student_view(result: StoredResult, rubric: Rubric | None, *, name: str = "",
         specs = [(c.id, c.title, c.max_score, c.visibility) for c in report.checks]
     pending = Counter(v for *_, v in specs if v != "hidden" and not release.shows(v))
     partial = any(not release.shows(v) for *_, v in specs)
+    unseen_specs = [p for *_, p, v in specs if not release.shows(v)]
+    unseen, final_max = (len(unseen_specs), float(sum(unseen_specs))), float(sum(p for *_, p, _v in specs))
     waiting = tuple((v, pending[v]) for v in RELEASE if pending[v])
     if report is None:
         text = (f"Your submission could not be graded: {result.reason}" if result.status == "invalid"
                 else NOT_GRADED_BY_US)
         checks = tuple(CheckView(i, t, "not_gradable", 0.0, p, v, "", ()) for i, t, p, v in specs if release.shows(v))
         return StudentView(result.student_id, name or result.name, result.file_name, assignment, result.status, text,
-                           None, sum(c.max_score for c in checks), checks, (), False, waiting, partial)
+                           None, sum(c.max_score for c in checks), checks, (), False, waiting, partial, unseen, final_max)
     shown_checks = tuple(  # a released check shows its full diagnosis, as a visible one does
         CheckView(c.id, c.title, c.status, c.score, c.max_score, c.visibility,
                   c.message if c.visibility == "visible" else c.detail, c.figures)
         for c in report.checks if release.shows(c.visibility))
     return StudentView(result.student_id, name or result.name, result.file_name, assignment, result.status, "",
                        sum(c.score for c in shown_checks), sum(c.max_score for c in shown_checks), shown_checks,
-                       tuple(extraction_notes(report)), report.backend.label == "practice", waiting, partial)
+                       tuple(extraction_notes(report)), report.backend.label == "practice", waiting, partial, unseen,
+                       final_max)
 
 
 def withheld_sentence(view: StudentView) -> str:
@@ -114,7 +119,9 @@ def withheld_sentence(view: StudentView) -> str:
 
 def total_note(view: StudentView) -> str:
     """What the total covers, when it is not the final score."""
-    return PARTIAL_TOTAL if view.partial and view.score is not None else ""
+    if not view.partial or view.score is None:
+        return ""
+    return coverage(view.score, view.max_score, len(view.checks), *view.unseen, view.final_max)
 
 
 def summary_text(view: StudentView, *, practice_note: bool = True) -> str:
@@ -123,7 +130,7 @@ def summary_text(view: StudentView, *, practice_note: bool = True) -> str:
         return view.status_text
     missed = [c.id for c in view.failed_visible]
     shown = "checks shown" if view.partial else "checks"
-    lines = [f"Score on the {shown}: {_pts(view.score)}/{_pts(view.max_score)}."]
+    lines = [f"Score on the {shown}: {_pts(view.score)}/{_pts(view.max_score)}."]  # the coverage sentence follows
     lines.append(f"Checks to fix: {', '.join(missed)}." if missed else f"Every one of the {shown} passed.")
     if note := total_note(view):
         lines.append(note)

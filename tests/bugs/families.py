@@ -96,52 +96,52 @@ FAMILY_BUGS = (
 
     Bug('bug_old_sin_exponent_doubled', OLDER,
         (('    inv_freq = np.exp(-math.log(10000.0) * even_cols / embed_dim)         # 1 / 10000^(2i/D)\n', '    inv_freq = np.exp(-math.log(10000.0) * 2 * even_cols / embed_dim)     # 1 / 10000^(2i/D)\n'), ),
-        ('sin_values', 'layer_sin_values_visible', 'layer_sin_values', 'layer_scale'), '4i',
+        ('sin_values', 'layer_sin_values_visible', 'layer_sin_values'), '4i',
         'The frequency exponent is doubled: 10000^(4i/D) instead of 10000^(2i/D) (even_cols is already 2i).'),
 
     Bug('bug_new_sin_exponent_doubled', NEWER,
         (('    denom = np.power(10000.0, np.arange(0, embed_dim, 2, dtype=np.float64) / embed_dim)\n', '    denom = np.power(10000.0, 2 * np.arange(0, embed_dim, 2, dtype=np.float64) / embed_dim)\n'), ),
-        ('sin_values', 'layer_sin_values_visible', 'layer_sin_values', 'layer_start_pos', 'layer_scale'), '4i',
+        ('sin_values', 'layer_sin_values_visible', 'layer_sin_values', 'layer_start_pos'), '4i',
         'Newer: the frequency exponent is doubled, 10000^(4i/D) instead of 10000^(2i/D).'),
 
     Bug('bug_old_sin_log10', OLDER,
         (('    inv_freq = np.exp(-math.log(10000.0) * even_cols / embed_dim)         # 1 / 10000^(2i/D)\n', '    inv_freq = np.exp(-math.log10(10000.0) * even_cols / embed_dim)       # 1 / 10000^(2i/D)\n'), ),
-        ('sin_values', 'layer_sin_values_visible', 'layer_sin_values', 'layer_scale'), 'log10',
+        ('sin_values', 'layer_sin_values_visible', 'layer_sin_values'), 'log10',
         'The exp form uses log10(10000) = 4 instead of ln(10000), so the frequencies are e^(-4*2i/D).'),
 
     Bug('bug_new_sin_log10', NEWER,
         (('    denom = np.power(10000.0, np.arange(0, embed_dim, 2, dtype=np.float64) / embed_dim)\n', '    denom = np.exp(np.arange(0, embed_dim, 2, dtype=np.float64) * math.log10(10000.0) / embed_dim)\n'), ),
-        ('sin_values', 'layer_sin_values_visible', 'layer_sin_values', 'layer_start_pos', 'layer_scale'), 'log10',
+        ('sin_values', 'layer_sin_values_visible', 'layer_sin_values', 'layer_start_pos'), 'log10',
         'Newer: the denominator is exp(2i*log10(10000)/D) = e^(8i/D), log10 instead of ln.'),
 
     Bug('bug_old_sin_positions_from_1', OLDER,
         (('    positions = np.arange(max_seq_len, dtype=np.float64)[:, np.newaxis]   # (L, 1)\n', '    positions = np.arange(1, max_seq_len + 1, dtype=np.float64)[:, np.newaxis]   # positions 1..L\n'), ),
-        ('sin_pos0', 'sin_values', 'layer_sin_values_visible', 'layer_sin_values', 'layer_scale'), 'from 1',
+        ('sin_pos0', 'sin_values', 'layer_sin_values_visible', 'layer_sin_values'), 'from 1',
         'Sinusoid positions are counted from 1, so row 0 holds position 1 (not [0, 1, 0, 1, ...]).'),
 
     Bug('bug_new_sin_positions_from_1', NEWER,
         (('    pos = np.arange(max_seq_len, dtype=np.float64).reshape(-1, 1)\n', '    pos = np.arange(1, max_seq_len + 1, dtype=np.float64).reshape(-1, 1)\n'), ),
-        ('sin_pos0', 'sin_values', 'layer_sin_values_visible', 'layer_sin_values', 'layer_start_pos', 'layer_scale'), 'from 1',
+        ('sin_pos0', 'sin_values', 'layer_sin_values_visible', 'layer_sin_values', 'layer_start_pos'), 'from 1',
         'Newer: sinusoid positions run 1..L instead of 0..L-1, so every row is shifted by one.'),
 
     Bug('bug_old_sin_exponent_sign', OLDER,
         (('    inv_freq = np.exp(-math.log(10000.0) * even_cols / embed_dim)         # 1 / 10000^(2i/D)\n', '    inv_freq = np.exp(math.log(10000.0) * even_cols / embed_dim)          # 10000^(2i/D)\n'), ),
-        ('sin_values', 'layer_sin_values_visible', 'layer_sin_values', 'layer_scale'), 'sign',
+        ('sin_values', 'layer_sin_values_visible', 'layer_sin_values'), 'sign',
         'The sign of the exponent is flipped: angles are pos * 10000^(2i/D) instead of pos / 10000^(2i/D).'),
 
     Bug('bug_new_sin_exponent_sign', NEWER,
         (('    angles = pos / denom                                   # (max_seq_len, ceil(D/2))\n', '    angles = pos * denom                                   # (max_seq_len, ceil(D/2))\n'), ),
-        ('sin_values', 'layer_sin_values_visible', 'layer_sin_values', 'layer_start_pos', 'layer_scale'), 'sign',
+        ('sin_values', 'layer_sin_values_visible', 'layer_sin_values', 'layer_start_pos'), 'sign',
         'Newer: angles are pos * 10000^(2i/D) (exponent sign flipped) instead of pos / 10000^(2i/D).'),
 
     Bug('bug_old_sin_cos_first_stack', OLDER,
         (('    table = np.zeros((max_seq_len, embed_dim), dtype=np.float32)\n    table[:, 0::2] = np.sin(angles)\n    table[:, 1::2] = np.cos(angles[:, : embed_dim // 2])\n    return Tensor(table)\n', '    pairs = np.stack([np.cos(angles), np.sin(angles)], axis=-1)   # (L, ceil(D/2), 2)\n    table = pairs.reshape(max_seq_len, -1)[:, :embed_dim].astype(np.float32)\n    return Tensor(table)\n'), ),
-        ('sin_pos0', 'sin_values', 'layer_sin_values_visible', 'layer_sin_values', 'layer_scale'), 'swapped',
+        ('sin_pos0', 'sin_values', 'layer_sin_values_visible', 'layer_sin_values'), 'swapped',
         'sin and cos are swapped: the stacked pairs put cos in the even columns and sin in the odd ones.'),
 
     Bug('bug_new_sin_halves_concat', NEWER,
         (('    pe[:, 0::2] = np.sin(angles)\n    n_cos = embed_dim // 2\n    pe[:, 1::2] = np.cos(angles[:, :n_cos])\n', '    n_cos = embed_dim // 2\n    pe[:, :] = np.concatenate([np.sin(angles), np.cos(angles[:, :n_cos])], axis=1)\n'), ),
-        ('sin_pos0', 'sin_values', 'layer_sin_values_visible', 'layer_sin_values', 'layer_start_pos', 'layer_scale'), 'half',
+        ('sin_pos0', 'sin_values', 'layer_sin_values_visible', 'layer_sin_values', 'layer_start_pos'), 'half',
         'Newer: sines fill the first half of the columns and cosines the second half instead of interleaving.'),
 
     Bug('bug_old_sin_odd_cos_full_width', OLDER,

@@ -449,23 +449,20 @@ def layer_scale(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause | 
                          "emb_lookup")
         return None  # the lookup is wrong: any guess about the scale would be untested
     root = math.sqrt(dim)
-    sin, own_sin = exp.arrays.get("aux_sinusoids"), _arr(got, "aux_sinusoids")
-    failed_sin = got.facts.get("sinusoidal")
+    failed_sin = got.facts.get("sinusoidal_tokens")
     if isinstance(failed_sin, str) and failed_sin.startswith("raised") and got.facts.get("aux_sin_type") not in (
             None, "Tensor"):
         return Cause(f"create_sinusoidal_embeddings returns {_a(str(got.facts['aux_sin_type']))}, not a Tensor, and "
                      "the sinusoidal mode fails on it: return Tensor(table)", hint=False)
-    if (sin is not None and own_sin is not None and own_sin.shape == sin.shape and not _same(own_sin, sin)
-            and _same(_arr(got, "sinusoidal"), tok * root + own_sin[:seq])):
-        return Cause("the scaling is right, but your create_sinusoidal_embeddings table is wrong", "sin_values")
-    if _same(plain, tok * root) and _same(learned, tok * root + pos) and sin is not None:
-        got_sin, added = _arr(got, "sinusoidal"), sin[:seq]
-        if _same(got_sin, (tok + added) * root):
+    own_sin = _arr(got, "aux_sinusoids")
+    if _same(plain, tok * root) and _same(learned, tok * root + pos) and own_sin is not None:
+        tokens_part, added = _arr(got, "sinusoidal_tokens"), own_sin[:seq]
+        if _same(tokens_part, tok * root + added * (root - 1)):
             return ("in the sinusoidal mode the scale was applied after adding the sinusoid: scale only the token "
                     "embeddings, then add the positions")
-        if _same(got_sin, tok + added):
+        if _same(tokens_part, tok):
             return "scale_embeddings=True has no effect in the sinusoidal mode: scale the tokens there as well"
-        if _same(got_sin, tok * root):
+        if _same(tokens_part, tok * root - added):
             return Cause("the tokens are scaled, but the sinusoidal mode adds no positions", "layer_sin_values_visible")
     if _same(plain, tok * dim):
         return f"the token embeddings were multiplied by D ({dim}) instead of sqrt(D) ({root:.4g})"

@@ -436,13 +436,26 @@ def _layer_scale_run(ns: Namespace, i: Inputs) -> Outputs:
     return {
         "no_positions": as_array(plain(T(i["tokens"])), "EmbeddingLayer output (pos_encoding=None)"),
         "learned": as_array(learned(T(i["tokens"])), "EmbeddingLayer output (pos_encoding='learned')"),
-        "sinusoidal": attempt(lambda: sinusoidal(T(i["tokens"])), "EmbeddingLayer output (pos_encoding='sinusoidal')"),
+        # the sinusoidal mode's output less the student's own sinusoid rows: only the scaling is
+        # judged here (a wrong table is sin_values' business, not this check's)
+        "sinusoidal_tokens": _less_own_sinusoid(ns, sinusoidal, i),
         "aux_sinusoids": attempt(lambda: ns["create_sinusoidal_embeddings"](i["max_len"], i["dim"]),
                                  "create_sinusoidal_embeddings(...)"),
         "aux_sin_type": type_name(lambda: ns["create_sinusoidal_embeddings"](i["max_len"], i["dim"])),
         "aux_lookup": own_lookup(ns, i),
         "aux_positions": own_positions(ns, i["table"], i["tokens"].shape[1]),
     }
+
+
+def _less_own_sinusoid(ns: Namespace, layer: Any, i: Inputs) -> np.ndarray | str:
+    """A sinusoidal layer's output on the tokens, less the rows of the student's own sinusoid table."""
+    out = attempt(lambda: layer(tensor_class()(i["tokens"])), "EmbeddingLayer output (pos_encoding='sinusoidal')")
+    own = attempt(lambda: ns["create_sinusoidal_embeddings"](i["max_len"], i["dim"]), "create_sinusoidal_embeddings")
+    seq = i["tokens"].shape[1]
+    if isinstance(out, str) or isinstance(own, str) or own.ndim != 2 or own.shape[0] < seq:
+        return out
+    rows = own[:seq]
+    return out - rows if out.shape[-2:] == rows.shape else out
 
 
 PROBES = {
