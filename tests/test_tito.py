@@ -168,7 +168,7 @@ def test_module_is_found_and_graded_with_the_public_checks(tmp_path: Path) -> No
     assert run.returncode == 0, run.stderr
     out = " ".join(run.stdout.split())  # rich wraps long lines
     assert "Grading module 11 embeddings: modules/11_embeddings/11_embeddings.ipynb" in out
-    assert "emb_lookup ✔ passed 7/7" in out and "grad_batch ✔" not in out  # hidden checks need --hidden
+    assert "emb_lookup ✔ passed 9/9" in out and "grad_batch ✔" not in out  # hidden checks need --hidden
     assert "All 28 checks passed (94/94 points)" in out and "practice run" in out
     assert "STUB-UPSTREAM" not in run.stdout  # answered without running upstream's CLI
 

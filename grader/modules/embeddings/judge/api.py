@@ -397,7 +397,7 @@ def layer_defaults(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause
     table = i["table"][: tok.shape[1]]
     if _same(out, tok * math.sqrt(i["dim"]) + table):
         return ("with the defaults the token embeddings are scaled by sqrt(D): scale_embeddings defaults to False, "
-                "and only scale_embeddings=True scales (test it with `if self.scale_embeddings:`, not `is not None`)")
+                "and only scale_embeddings=True scales (test the flag itself, not whether it `is not None`)")
     if _same(out, tok + 2 * table):  # the signature (the check's hint) is not what is wrong
         return Cause("the defaults are right, but the learned position rows were added twice (the PositionalEncoding "
                      "adds them already): add them once", hint=False)
