@@ -107,6 +107,18 @@ def main(argv: list[str] | None = None, *, use_daemon: bool = True) -> int:
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser(grade_only=argv[:1] == ["grade"]).parse_args(argv)
+    try:
+        return _run(args, use_daemon)
+    except OSError as e:  # a path the command was given cannot be used: too long, unreadable, read-only
+        from .models import shown
+
+        where = f"{e.filename}: " if e.filename else ""
+        print(f"error: {shown(where + (e.strerror or str(e)), one_line=True)}; check the path and its permissions "
+              f"(the command did not finish)", file=sys.stderr)
+        return EXIT_USAGE
+
+
+def _run(args: argparse.Namespace, use_daemon: bool) -> int:
     if args.command == "grade":
         from .client import run_request
 

@@ -38,7 +38,7 @@ def places(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
             "empty_csv": str(root / "empty.csv"), "missing": str(root / "missing.ipynb"),
             "under_file": str(root / "file.csv" / "x.json"), "proc": "/proc/grader-hostile/x.json",
             "class": str(root / "class"), "nothing": str(root / "nothing"), "results": str(root / "results"),
-            "out": str(root / "out")}
+            "out": str(root / "out"), "long": str(root / ("n" * 300))}
 
 
 GRADE = [
@@ -66,6 +66,18 @@ OTHERS = [
     ["selftest", "--mutants", "{dir}", "--list"], ["selftest", "--mutants", "{missing}", "--list"],
     ["selftest", "--mutants", "--jobs", "0", "--list"], ["selftest", "--mutants", "--rubric", "{dir}", "--list"],
     ["image", "build", "--bogus"], ["image", "push"], ["cleanup", "--bogus"], ["daemon", "restart"], ["--bogus"], [],
+    # names too long for the file system, dates and ids that are not, and every service option
+    ["batch", "{long}", "--out", "{out}"], ["batch", "{class}", "--out", "{long}"], ["export", "{long}", "--format", "csv"],
+    ["gradescope", "--root", "{long}"], ["export", "{results}", "--format", "nbgrader", "--due-date", "garbage"],
+    ["export", "{results}", "--format", "canvas", "--canvas-assignment-id", "abc"],
+    ["export", "{results}", "--format", "canvas", "--canvas-assignment-id", "-5"],
+    ["selftest", "--mutants", "--equivalents", "{missing}", "--list"],
+    ["serve", "--port", "-1"], ["serve", "--port", "99999"], ["serve", "--data", "{file}"],
+    ["serve", "--database", "notaurl"], ["serve", "--broker", "notaurl"], ["serve", "--workers", "0"],
+    ["serve", "--workers", "-2"], ["serve", "--add-staff", ""],
+    ["worker", "--broker", "notaurl", "--database", "sqlite:///x.sqlite"],
+    ["worker", "--broker", "redis://127.0.0.1:9/0", "--database", "notaurl"],
+    ["worker", "--broker", "redis://127.0.0.1:9/0", "--database", "sqlite:///x.sqlite", "--concurrency", "-1"],
 ]
 TITO = [
     ["test", "--module", "embeddings", "--notebook", "{dir}"], ["test", "--module", "embeddings", "--notebook", "{empty}"],

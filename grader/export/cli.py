@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .. import cliargs
 from ..errors import GraderError
 from . import FORMATS
 
@@ -35,7 +36,8 @@ def add_export_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--assignment-name", default="", help="assignment name in headers (default: the rubric title)")
     p.add_argument("--canvas-assignment-id", default="",
                    help="Canvas assignment id: the header becomes 'Name (id)' and updates that assignment")
-    p.add_argument("--due-date", default="", help="due date written in the nbgrader 'duedate' column")
+    p.add_argument("--due-date", default="", type=cliargs.date,
+                   help="due date written in the nbgrader 'duedate' column (2026-12-01 or 2026-12-01T23:59:00+00:00)")
     p.add_argument("--strict", action="store_true", help="exit 1 when any roster or export problem is reported")
     p.add_argument("--allow-unmatched", action="store_true",
                    help="write the file even when roster students have no result while some results match no roster "

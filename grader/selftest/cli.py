@@ -128,6 +128,9 @@ def _run(args: argparse.Namespace, console: Console, errors: Console) -> int:
     from .mutants import load_equivalents, summarize
     from .mutate import generate
 
+    if args.equivalents is not None and not args.equivalents.is_file():
+        raise SelftestError(f"--equivalents {args.equivalents}: no such file; give the reviewed equivalents TOML "
+                            f"(the checkout's is {EQUIVALENTS})")
     rubric = load_rubric(args.rubric)
     sources, every_source = _sources(args, rubric.module)
     generated = [m for s in sources for m in generate(s, rubric.targets)]

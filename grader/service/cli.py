@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from .. import cliargs
+
 EXIT_OK, EXIT_USAGE = 0, 2
 EXTRA_HINT = "the grading service needs its extra: pip install 'tinytorch-grader[service]'"
 
@@ -19,15 +21,18 @@ def add_service_parsers(subparsers: Any) -> None:
         description="Alone: the API, an in-process grading pool and SQLite in --data, nothing else. With --broker and "
                     "--database: the API only, for 'grader worker's on any number of hosts. Docs at /docs.")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    serve.add_argument("--port", type=int, default=8000)
-    serve.add_argument("--add-staff", metavar="NAME", help="print a new staff credential for NAME and exit")
+    serve.add_argument("--port", type=cliargs.port, default=8000)
+    serve.add_argument("--add-staff", type=cliargs.name, metavar="NAME",
+                       help="print a new staff credential for NAME and exit")
     _common(serve, broker_required=False)
-    serve.add_argument("--workers", type=int, default=2, help="embedded mode: grading threads (default 2)")
+    serve.add_argument("--workers", type=cliargs.at_least(1, "grading threads"), default=2,
+                       help="embedded mode: grading threads (default 2)")
     worker = subparsers.add_parser("worker", help="grade jobs from the service's Celery queue (scaled-out mode)",
                                    description="Consume grading jobs from --broker and store results in --database. "
                                                "Run one per host; SIGTERM finishes the jobs in progress first.")
     _common(worker, broker_required=True)
-    worker.add_argument("--concurrency", type=int, default=os.cpu_count() or 1, help="jobs graded at once")
+    worker.add_argument("--concurrency", type=cliargs.at_least(1, "jobs graded at once"), default=os.cpu_count() or 1,
+                        help="jobs graded at once")
     worker.add_argument("--hostname", default=None, help="worker name (default grader@<host name>)")
     worker.add_argument("--pool", choices=["threads", "prefork", "solo"], default="threads")
 
@@ -36,8 +41,10 @@ def _common(p: argparse.ArgumentParser, *, broker_required: bool) -> None:
     p.add_argument("--data", type=Path, default=None, metavar="DIR",
                    help="data folder (SQLite database of the embedded mode); default ./grader-data or $GRADER_DATA")
     p.add_argument("--broker", required=broker_required and not os.environ.get("GRADER_BROKER_URL"),
-                   default=None, metavar="URL", help="Redis URL (redis://host:6379/0); or $GRADER_BROKER_URL")
+                   type=cliargs.broker_url, default=None, metavar="URL",
+                   help="Redis URL (redis://host:6379/0); or $GRADER_BROKER_URL")
     p.add_argument("--database", required=broker_required and not os.environ.get("GRADER_DATABASE_URL"),
+                   type=cliargs.database_url,
                    default=None, metavar="URL", help="SQLAlchemy URL (postgresql://user:pw@host/db); "
                                                     "or $GRADER_DATABASE_URL; default SQLite in --data")
     p.add_argument("--backend", choices=["local", "docker"], default="local", help="sandbox backend of the graders")
@@ -56,6 +63,9 @@ def service_command(args: argparse.Namespace) -> int:
     from ..errors import GraderError
     from .settings import Settings
 
+    if args.data is not None and (problem := _data_problem(args.data)):
+        print(f"error: --data {args.data}: {problem}", file=sys.stderr)
+        return EXIT_USAGE
     common = dict(data_dir=args.data, database=args.database, broker=args.broker, backend=args.backend,
                   official=not args.practice)
     try:
@@ -71,6 +81,17 @@ def service_command(args: argparse.Namespace) -> int:
     except GraderError as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_USAGE
+
+
+def _data_problem(folder: Path) -> str | None:
+    """Why the service could not keep its data in ``folder`` (None: it can, or can create it)."""
+    if folder.exists() and not folder.is_dir():
+        return "is a file, not a folder: give a folder for the service's data (it is created if missing)"
+    target = folder if folder.exists() else next((p for p in folder.parents if p.exists()), Path("."))
+    if not os.access(target, os.R_OK | os.W_OK | os.X_OK):
+        return (f"{target} cannot be read and written by this user: give a folder it owns, or fix the "
+                "permissions")
+    return None
 
 
 def _serve(settings: Any, host: str, port: int) -> int:
