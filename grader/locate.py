@@ -53,6 +53,7 @@ class ModuleWork:
     number: int | None
     name: str
     checkout: Path | None = None
+    note: str = ""  # which file was graded and why, when there was a choice (shown to the student)
 
     @property
     def label(self) -> str:
@@ -108,9 +109,9 @@ def locate(spec: str | ModuleRef, starts: Sequence[Path], *, hint: str = "") -> 
     number, name = hits[0]
     folder = f"{number:02d}_{name}"
     notebook_dir, source = checkout / "modules" / folder, checkout / "src" / folder / f"{folder}.py"
-    notebook = _pick_notebook(notebook_dir, folder, name, tail)
-    if notebook is not None:
-        return ModuleWork(notebook, number, name, checkout)
+    picked = _pick_notebook(notebook_dir, folder, name, tail, checkout)
+    if picked is not None:
+        return ModuleWork(picked[0], number, name, checkout, picked[1])
     if source.is_file():
         return ModuleWork(source, number, name, checkout)
     raise LocateError(f"no work for module {folder} in {checkout}: looked for modules/{folder}/*.ipynb and "
@@ -131,19 +132,93 @@ def _module_folders(root: Path) -> list[tuple[int, str, Path]]:
     return found
 
 
-def _pick_notebook(folder: Path, dirname: str, name: str, tail: str) -> Path | None:
-    """The learner notebook: a known name first (NN_name, name, name_dev), else the only one."""
+def _pick_notebook(folder: Path, dirname: str, name: str, tail: str, checkout: Path) -> tuple[Path, str] | None:
+    """The student's notebook among every candidate in the module folder: the names the course
+    generates, Jupyter's copies (``-Copy1``), ``Untitled*`` notebooks that define classes.
+
+    With git: the one notebook that differs from the checkout (or is new); two or more that do are
+    a question for the student (--notebook). Unchanged ones hold TinyTorch's committed code, and
+    grading one says so. Without git: a known name, unless a copy of it is newer (the student's
+    ``Save as``), else the only notebook. The note says which was graded and which were not."""
     if not folder.is_dir():
         return None
-    notebooks = sorted(p for p in folder.glob("*.ipynb") if p.is_file())
-    for preferred in (f"{dirname}.ipynb", f"{name}.ipynb", f"{name}_dev.ipynb"):
-        if folder / preferred in notebooks:
-            return folder / preferred
-    if len(notebooks) > 1:
-        listed = ", ".join(p.name for p in notebooks)
-        raise LocateError(f"several notebooks in {folder} ({listed}) and none is named {dirname}.ipynb: "
-                          f"name the one to grade explicitly{tail}")
-    return notebooks[0] if notebooks else None
+    preferred = [f"{dirname}.ipynb", f"{name}.ipynb", f"{name}_dev.ipynb"]
+    notebooks = sorted(p for p in folder.glob("*.ipynb") if p.is_file() and _candidate(p))
+    if not notebooks:
+        return None
+    known = [folder / n for n in preferred if folder / n in notebooks]
+    changed = {p: state for p in notebooks if (state := _git_state(checkout, p)) is not None}
+    if changed and len(changed) == len(notebooks):
+        edited = [p for p in notebooks if changed[p] != "unchanged"]
+        if len(edited) > 1:
+            listed = ", ".join(p.name for p in edited)
+            raise LocateError(f"several notebooks in {folder} were changed since the checkout ({listed}): say which "
+                              f"to grade with --notebook PATH{tail}")
+        if edited:
+            return edited[0], _others_note(edited[0], notebooks, "the one changed since the checkout")
+        chosen = known[0] if known else max(notebooks, key=_mtime)
+        return chosen, (f"{chosen.name} is TinyTorch's own notebook, unchanged since the checkout: it holds the code "
+                        "TinyTorch ships, not yours; if your work is in another file, pass --notebook PATH")
+    newest = max(notebooks, key=_mtime)
+    if known and (newest == known[0] or _mtime(newest) <= _mtime(known[0]) + 1):
+        return known[0], _others_note(known[0], notebooks, "the course's file name")
+    if known or len(notebooks) == 1:
+        return newest, _others_note(newest, notebooks, "the one you changed last")
+    listed = ", ".join(p.name for p in notebooks)
+    raise LocateError(f"several notebooks in {folder} ({listed}) and none is named {dirname}.ipynb: "
+                      f"name the one to grade explicitly{tail}")
+
+
+def _candidate(path: Path) -> bool:
+    """A notebook the student may have written the module in (an empty Untitled one is not)."""
+    if not path.name.lower().startswith("untitled"):
+        return True
+    try:
+        with path.open("rb") as f:
+            return b"class " in f.read(4 << 20)
+    except OSError:
+        return False
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+def _others_note(chosen: Path, notebooks: list[Path], why: str) -> str:
+    others = [p.name for p in notebooks if p != chosen]
+    return f"graded {chosen.name} ({why}); not graded: {', '.join(others)}" if others else ""
+
+
+def _git_state(checkout: Path, path: Path) -> str | None:
+    """"unchanged", "changed" or "new" against the checkout's git index; None without git.
+
+    Only ``git ls-files`` runs (it reads the index; ``git status`` could run a clean filter or an
+    fsmonitor command from the repository's own config), and the file's blob hash is computed
+    here, from at most 64 MB of it."""
+    import subprocess
+
+    try:
+        done = subprocess.run(["git", "-c", "core.fsmonitor=false", "-C", str(checkout), "ls-files", "-s", "--",
+                               str(path)], capture_output=True, text=True, timeout=10, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if done.returncode != 0:
+        return None
+    fields = done.stdout.split()
+    if len(fields) < 2:
+        return "new"
+    try:
+        with path.open("rb") as f:
+            content = f.read(64 << 20)
+    except OSError:
+        return None
+    header = b"blob %d\0" % len(content)
+    blob = (hashlib.sha256(header + content).hexdigest() if len(fields[1]) == 64  # a sha256 repository
+            else hashlib.sha1(header + content, usedforsecurity=False).hexdigest())
+    return "unchanged" if blob == fields[1] else "changed"
 
 
 # ---- bundled rubrics --------------------------------------------------------------------------

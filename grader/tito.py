@@ -141,6 +141,8 @@ def grade_command(args: argparse.Namespace) -> int:
         errors.print(f"[red]error:[/] {escape(str(e))}", highlight=False)
         return EXIT_USAGE
     use_daemon = getattr(args, "grade_use_daemon", True)
+    if work.note:  # which of several notebooks is graded, or that it is TinyTorch's own, unchanged
+        errors.print(f"[yellow]note:[/] {escape(work.note)}", highlight=False)
     if getattr(args, "grade_verbose", False):
         _say_where(errors, use_daemon)
     return run_request(tito_request(work, rubric, backend=getattr(args, "grade_backend", "local"),
@@ -189,7 +191,7 @@ def _resolve(module: str | None, notebook: Path | None, rubric: Path | None) -> 
         return work, None  # --notebook alone: the grader's default rubric decides the module
     bundled = rubric_for(lookup)
     number = work.number if work.number is not None else bundled.number
-    return ModuleWork(work.path, number, bundled.module, work.checkout), bundled.path
+    return ModuleWork(work.path, number, bundled.module, work.checkout, work.note), bundled.path
 
 
 def tito_request(work: ModuleWork, rubric: Path | None, *, backend: str, hidden: bool) -> dict[str, object]:

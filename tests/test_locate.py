@@ -175,3 +175,62 @@ def test_an_installed_rubric_is_chosen_by_id_and_optionally_its_hash() -> None:
 def test_a_rubric_selector_is_never_a_path_and_must_match(selector: str) -> None:
     with pytest.raises(LocateError, match=r"no installed rubric is .* \(installed: tinytorch-11-embeddings@sha256:"):
         installed_rubric(selector)
+
+
+# ---- which notebook is the student's ------------------------------------------------------------
+
+
+def _git(root: Path, *args: str) -> None:
+    import subprocess
+
+    subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True,
+                   env={"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@x", "GIT_COMMITTER_NAME": "t",
+                        "GIT_COMMITTER_EMAIL": "t@x", "HOME": str(root), "PATH": "/usr/bin:/bin"})
+
+
+def shipped_checkout(root: Path) -> Path:
+    """A git checkout whose committed module notebook is TinyTorch's own (here: any correct one)."""
+    checkout(root, notebook="modules/11_embeddings/embeddings.ipynb")
+    _git(root, "init", "-q")
+    _git(root, "add", "-A")
+    _git(root, "commit", "-qm", "TinyTorch")
+    return root
+
+
+def test_a_jupyter_copy_the_student_saved_is_graded_not_the_shipped_notebook(tmp_path: Path) -> None:
+    root = shipped_checkout(tmp_path)
+    folder = root / "modules" / "11_embeddings"
+    (folder / "11_embeddings-Copy1.ipynb").write_bytes((SUBMISSIONS / "bug_sin_exponent.ipynb").read_bytes())
+    (folder / "Untitled.ipynb").write_text('{"cells": []}')  # an empty notebook Jupyter made: never a candidate
+    work = locate("embeddings", [root])
+    assert work.path.name == "11_embeddings-Copy1.ipynb"
+    assert work.note == "graded 11_embeddings-Copy1.ipynb (the one changed since the checkout); not graded: " \
+                        "embeddings.ipynb"
+
+
+def test_two_notebooks_changed_since_the_checkout_ask_which(tmp_path: Path) -> None:
+    root = shipped_checkout(tmp_path)
+    folder = root / "modules" / "11_embeddings"
+    (folder / "embeddings.ipynb").write_bytes((SUBMISSIONS / "bug_sin_exponent.ipynb").read_bytes())
+    (folder / "11_embeddings-Copy1.ipynb").write_bytes((SUBMISSIONS / "bug_pe_detached.ipynb").read_bytes())
+    with pytest.raises(LocateError, match=r"several notebooks .* were changed since the checkout "
+                                          r"\(11_embeddings-Copy1\.ipynb, embeddings\.ipynb\): say which"):
+        locate("11", [root])
+
+
+def test_the_unchanged_shipped_notebook_is_graded_only_with_a_warning(tmp_path: Path) -> None:
+    work = locate("11", [shipped_checkout(tmp_path)])
+    assert work.path.name == "embeddings.ipynb"
+    assert "TinyTorch's own notebook, unchanged since the checkout" in work.note and "--notebook PATH" in work.note
+
+
+def test_without_git_a_newer_copy_wins_over_the_course_name(tmp_path: Path) -> None:
+    import os
+
+    checkout(tmp_path)
+    folder = tmp_path / "modules" / "11_embeddings"
+    copy = folder / "11_embeddings-Copy1.ipynb"
+    shutil.copyfile(NOTEBOOK, copy)
+    os.utime(folder / "11_embeddings.ipynb", (1_000_000, 1_000_000))
+    work = locate("11", [tmp_path])
+    assert work.path == copy and work.note.startswith("graded 11_embeddings-Copy1.ipynb (the one you changed last)")
