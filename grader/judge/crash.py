@@ -47,6 +47,17 @@ class Code:
                 return ""  # a top-level statement that is no class: the line is not in one
         return ""
 
+    def condition(self, cell: int, line: int) -> str:
+        """The ``if`` that guards a ``raise`` at that line: the nearest line above, less indented."""
+        raised = self.lines.get((cell, line), "")
+        indent = len(raised) - len(raised.lstrip())
+        for at in range(line - 1, max(0, line - 8), -1):
+            text = self.lines.get((cell, at), "")
+            stripped = text.strip()
+            if stripped and len(text) - len(stripped) < indent:
+                return stripped if stripped.startswith(("if ", "elif ")) else ""
+        return ""
+
     def relabel(self, text: str) -> str:
         """Our own text (a sandbox's "cell N, line L, in f", a host note) with every "cell N" as the
         student finds that cell."""
@@ -129,14 +140,18 @@ def describe(kind: str, cell: int | None, line: int | None, function: str, messa
     statement = code.lines.get((cell, line), "").strip() if cell is not None and line is not None else ""
     place = code.place(cell, line, function) if cell is not None and line is not None else ""
     head = f"`{one_line(statement, 120)}` ({place})" if statement else (f"your code ({place})" if place else "")
-    if not head:
-        return ""
+    if not head:  # raised before reaching the student's code: a method the call needs is missing, say
+        said = (meaning(kind, message) if meaning else None) or _meaning(kind, message)
+        return f"the call raised {kind} before reaching your code: {said}" if said and kind == "AttributeError" else ""
     if statement.startswith("raise"):
         owner = code.owner(cell, line) if cell is not None and line is not None else ""
         if owner and targets and owner not in targets:
             return (f"{head}: {owner}'s own check refused what {' and '.join(targets)} handed it, so the bug is in "
                     f"how {targets[0]} calls {owner} (the input it passes has the wrong shape or value)")
-        return f"{head}: your own check refused a valid input"
+        test = code.condition(cell, line) if cell is not None and line is not None else ""
+        return (f"your own check `{one_line(test, 120)}` ({place}) refused a valid input: its condition, or a value "
+                "it reads (an attribute set in __init__, say), is wrong") if test else \
+            f"{head}: your own check refused a valid input"
     said = (meaning(kind, message) if meaning else None) or _meaning(kind, message)
     return f"{head} raised {kind} on valid input" + (f": {said}" if said else "")
 

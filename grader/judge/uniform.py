@@ -93,9 +93,22 @@ def likely_cause(values: np.ndarray, limit: float, others: dict[str, float]) -> 
     distinct = np.unique(values).size
     if distinct == 1:
         value = float(values.reshape(-1)[0])
-        made = "np.zeros" if value == 0 else "np.ones" if value == 1 else "np.full"
+        if value == 0:
+            return (f"every value is 0: the table was never drawn (np.zeros) or drawn with a limit of 0 (integer "
+                    f"division such as 6 // (V + D) gives 0: divide with /); draw it uniformly from "
+                    f"[-{limit:.4g}, +{limit:.4g}]")
+        made = "np.ones" if value == 1 else "np.full"
         return (f"every value is {value:.4g}: the table is a constant ({made}), never drawn at random; draw it "
                 f"uniformly from [-{limit:.4g}, +{limit:.4g}] (np.random.uniform(-limit, limit, shape))")
+    measured = float(np.abs(values).max())
+    if distinct > 16 and values.min() < 0 < measured and abs(measured - limit) > 0.02 * limit and judge_draw(
+            values, measured, f"{measured:.4g}").problem is None:
+        ratio = measured / limit
+        if abs(ratio - 0.5) < 0.02:
+            return (f"the values are a uniform draw from ±{measured:.4g}, half the limit ±{limit:.4g}: (rand - 0.5) * "
+                    "limit spans only ±limit/2; draw with np.random.uniform(-limit, limit, shape)")
+        return (f"the values are a uniform draw from ±{measured:.4g}, {ratio:.3g} times the limit ±{limit:.4g}: the "
+                "limit's formula is off (check it and its parentheses)")
     if values.min() >= 0 and values.max() > 0 and distinct > 16:
         return "every value is >= 0: draw from [-limit, +limit] (np.random.uniform(-limit, limit, shape)), not [0, limit]"
     if distinct <= 16:

@@ -154,6 +154,11 @@ def grad_accumulate(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None
     if scaled:
         return scaled
     grad, g = _arr(got, "grad"), i["upstream"]
+    if grad is not None and np.abs(g).max() > 1:
+        clipped = np.zeros_like(grad)
+        np.add.at(clipped, np.array([0, 2, 0]), np.clip(g, -1, 1))
+        if _same(grad, clipped):
+            return "the upstream gradient was clipped to [-1, 1]: the weight's gradient adds the upstream rows unchanged"
     if grad is not None and _same(grad[0], (g[0] + g[2]) / 2):
         return ("row 0 received the mean of its two gradient rows: repeated tokens must add up their gradients "
                 "(sum, not average)")
@@ -219,6 +224,11 @@ def grad_batch(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
     if grad is None:
         return None
     ids, g = i["ids"].astype(int), i["upstream"]
+    shared = np.zeros_like(i["weight"])
+    np.add.at(shared, ids[0], g.sum(axis=0))
+    if _same(grad, shared):
+        return ("the upstream gradient was summed over the batch and sent to the first sequence's ids: every "
+                "(batch, position) pair adds its own row to its own token's row (flatten both, then np.add.at)")
     first = np.zeros_like(i["weight"])
     np.add.at(first, ids[0], g[0])
     if np.array_equal(grad, first):
@@ -243,6 +253,11 @@ def grad_batch(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
 
 def pe_broadcast(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
     out, x, table = _arr(got, "out"), i["x"], i["table"]
+    seq = x.shape[1]
+    for reason in got.rejected.values():
+        if reason.startswith(f"shape ({seq}, {x.shape[2]}) differs"):
+            return ("forward returns the (seq_len, embed_dim) position rows alone, not x + positions: return the sum "
+                    "(batch, seq_len, embed_dim)")
     if out is None:
         return None
     seq = x.shape[1]
@@ -252,6 +267,17 @@ def pe_broadcast(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
         return "positions are off by one: add position_embeddings[:seq_len], starting at row 0"
     if _same(out[0], x[0] + table[:seq]):
         return "only the first batch element got its positions: rely on broadcasting over the batch axis"
+    rows = table[:seq]
+    if seq < len(table) and _same(out, x + table[-seq:]):
+        return "the position rows are taken from the end of the table (P[-seq_len:]): add rows 0 .. seq_len-1, P[:seq_len]"
+    if _same(out, x * rows):
+        return "x is multiplied by the position rows: positions are added, x + P[:seq_len]"
+    if _same(out, x + 2 * rows):
+        return "the position rows were added twice: add them once, x + P[:seq_len]"
+    if (factor := scale.factor(out - x, np.broadcast_to(rows, x.shape))) is not None and abs(factor - 1) > 1e-6:
+        named = " (= sqrt(embed_dim))" if math.isclose(factor, math.sqrt(x.shape[2]), rel_tol=1e-5) else ""
+        return (f"the position rows are multiplied by {factor:.4g}{named} before they are added: add them unscaled, "
+                "x + P[:seq_len] (scaling belongs to EmbeddingLayer's token embeddings)")
     if seq > 1 and _same(out, x + table[:seq][::-1]):
         return ("the position rows are added in reverse order (the last position's row to the first token): add "
                 "rows 0 .. seq_len-1 in order")
@@ -393,6 +419,10 @@ def layer_modes(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause | 
         return "the sinusoidal table is fixed, not a parameter: parameters() is [token weights]"
     for mode in ("learned", "sinusoidal", "None"):
         one, two = got.facts.get(f"{mode}_shape_1d"), got.facts.get(f"{mode}_shape_2d")
+        want = exp.facts.get(f"{mode}_shape_1d")
+        if isinstance(one, list) and isinstance(want, list) and one == want[::-1] and one != want:
+            return (f"for 1-D tokens the output is (embed_dim, seq) = ({one[0]}, {one[1]}), not (seq, embed_dim): "
+                    "the axes are swapped (a transpose, or a reshape in the wrong order)")
         if isinstance(one, list) and two == exp.facts.get(f"{mode}_shape_2d") and one != exp.facts.get(
                 f"{mode}_shape_1d"):
             return "1-D tokens (seq,) must give a 2-D output (seq, embed_dim): add a batch axis, then remove it"
@@ -417,6 +447,14 @@ def layer_sin_values(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cau
         return Cause("the layer is right for the rows your Embedding returns, but the lookup itself is wrong",
                      "emb_lookup")
     right = _sinusoid(i["max_len"], i["dim"])[:seq]
+    if math.isclose(math.sqrt(i["dim"]), 2.0) and _same(out, tok + 2 * right):
+        return ("the sinusoid rows are doubled: added twice, or multiplied by sqrt(embed_dim) (= 2 here); add them "
+                "once and unscaled")
+    if _same(out, tok + 2 * right):
+        return "the sinusoid rows were added twice: add them once"
+    if _same(out, tok + math.sqrt(i["dim"]) * right):
+        return ("the sinusoid rows are multiplied by sqrt(embed_dim): only the token embeddings are scaled, and only "
+                "with scale_embeddings=True")
     for mistake in sinusoid.MISTAKES:
         variant = _sinusoid(i["max_len"], i["dim"], **mistake.kwargs)[:seq]
         if not _same(variant, right) and _same(out, tok + variant):
@@ -466,6 +504,8 @@ def layer_scale(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause | 
             return Cause("the tokens are scaled, but the sinusoidal mode adds no positions", "layer_sin_values_visible")
     if _same(plain, tok * dim):
         return f"the token embeddings were multiplied by D ({dim}) instead of sqrt(D) ({root:.4g})"
+    if _same(plain, tok) and _same(learned, tok + root * pos):
+        return "the position rows are scaled by sqrt(D) instead of the token embeddings: scale the tokens, then add positions"
     if _same(plain, tok) and _same(learned, tok * root + pos):
         return ("the tokens are scaled only when positions are added: with pos_encoding=None, scale_embeddings=True "
                 "must scale them as well")
@@ -478,6 +518,12 @@ def layer_scale(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause | 
             return TWICE
         return embeddings_api.upstream_positions(got, pos, lambda added: tok * root + added, "learned")
     factor = scale.factor(plain, tok)
+    if factor is not None and math.isclose(factor * factor, i["vocab"], rel_tol=1e-6):
+        return (f"the token embeddings were multiplied by sqrt(vocab_size) = sqrt({i['vocab']}) = {factor:.4g}: the "
+                f"scale is sqrt(embed_dim) = sqrt({dim}) = {root:.4g}")
+    if factor is not None and math.isclose(factor, dim / 2, rel_tol=1e-6):
+        return (f"the token embeddings were multiplied by D/2 = {dim / 2:g}: embed_dim ** 1/2 is (embed_dim ** 1) / 2, "
+                "since ** binds tighter than /; write math.sqrt(embed_dim) or embed_dim ** 0.5")
     if factor is not None:
         return (f"the token embeddings were multiplied by {factor:.4g} (= sqrt({factor * factor:.4g})) instead of "
                 f"sqrt(embed_dim) = sqrt({dim}) = {root:.4g}")

@@ -30,6 +30,9 @@ def meaning(kind: str, message: str, i: Inputs) -> str | None:
     if how != "operands" or len(big) != 3 or len(small) < 2 or big[-1] != small[-1]:
         return None
     batch, seq, rows = big[0], big[1], small[-2]
+    if rows == i.get("vocab") and rows != i.get("max_len") and rows != seq:
+        return (f"the position table has vocab_size ({rows}) rows: it is built for max_seq_len positions, "
+                "create_sinusoidal_embeddings(max_seq_len, embed_dim)")
     if rows == i.get("max_len") and rows != seq:
         return (f"the whole position table ({rows} rows, max_seq_len) was added to a sequence of {seq}: add only "
                 "the rows of these positions, table[:seq_len] (from start_pos on, where there is one)")

@@ -24,7 +24,8 @@ HALVES = ("the sines fill the first half of the columns and the cosines the seco
 def table(max_len: int, dim: int, *, swap: bool = False, per_column: bool = False, base: float = BASE,
           halves: bool = False, padded: bool = False, exponent_scale: float = 1.0, first_position: int = 0,
           sign: float = 1.0, only: str = "", degrees: bool = False, floor: bool = False,
-          normalised: bool = False) -> np.ndarray:
+          normalised: bool = False, width_offset: int = 0, precedence: bool = False, integer: bool = False,
+          linspace: bool = False, cos_shift_90: bool = False, cos_reversed: bool = False) -> np.ndarray:
     """The sinusoid table, or one of its usual mistakes; ``padded``: the exponent divides by the even
     width (D + 1 for odd D) of a table built for whole (sin, cos) pairs and then cut to D columns;
     ``exponent_scale``: 2 for 10000^(4i/D); ``sign``: -1 for pos * 10000^(2i/D); ``only``: "sin" or
@@ -33,6 +34,8 @@ def table(max_len: int, dim: int, *, swap: bool = False, per_column: bool = Fals
     pos = np.arange(first_position, first_position + max_len)[:, None].astype(np.float64)
     if normalised:
         pos = pos / max_len
+    if linspace:  # np.linspace(0, max_len, max_len): the end point included, so every step is a bit longer
+        pos = np.linspace(0, max_len, max_len)[:, None]
     col = np.arange(dim)[None, :]
     if halves:  # sines of frequency i in column i, then the cosines: concatenated, not interleaved
         first = (dim + 1) // 2
@@ -40,15 +43,23 @@ def table(max_len: int, dim: int, *, swap: bool = False, per_column: bool = Fals
         angle = pos / base ** (2 * pair / dim)
         return np.where(col < first, np.sin(angle), np.cos(angle))
     index = col if per_column else 2 * (col // 2)
-    width = dim + dim % 2 if padded else dim
+    width = (dim + dim % 2 if padded else dim) + width_offset
     exponent = (index // width) if floor else exponent_scale * index / width
-    angle = pos / base ** (sign * exponent)
+    with np.errstate(over="ignore"):
+        angle = pos * width / base ** (sign * index.astype(np.float64)) if precedence else pos / base ** (sign * exponent)
     if degrees:
         angle = np.deg2rad(angle)
     even = (col % 2 == 0) != swap
     if only:
         even = np.full(even.shape, only == "sin")
-    return np.where(even, np.sin(angle), np.cos(angle))
+    if cos_reversed:  # the cos columns take the frequencies from the last one back
+        pairs = (dim + 1) // 2
+        angle_rev = pos / base ** (2 * (pairs - 1 - col // 2) / dim)
+        cos = np.cos(angle_rev)
+    else:
+        cos = np.sin(angle + 90.0) if cos_shift_90 else np.cos(angle)
+    out = np.where(even, np.sin(angle), cos)
+    return np.trunc(out) if integer else out
 
 
 @dataclass(frozen=True)
@@ -84,6 +95,17 @@ MISTAKES = (
             "1: divide with /, 10000^(2i / D)", {"floor": True}),
     Mistake("the positions are divided by max_seq_len: the angle uses the position itself, pos / 10000^(2i/D)",
             {"normalised": True}),
+    Mistake("the exponent divides by D - 1: the frequencies are 10000^(2i/D), with D itself", {"width_offset": -1}),
+    Mistake("10000 ** 2i / D is (10000^(2i)) / D, since ** binds tighter than /: write 10000 ** (2i / D)",
+            {"precedence": True}),
+    Mistake("the table holds whole numbers only (an integer array, np.zeros(..., dtype=int)): sin and cos values are "
+            "cut to 0 or ±1; make it float32", {"integer": True}),
+    Mistake("the positions come from np.linspace(0, max_seq_len, max_seq_len), which includes the end point, so "
+            "position p becomes p * L / (L - 1): use np.arange(max_seq_len)", {"linspace": True}),
+    Mistake("cos is computed as sin(angle + 90), but the angle is in radians: cos(angle) = sin(angle + pi / 2); use "
+            "np.cos", {"cos_shift_90": True}),
+    Mistake("the cos columns take the frequencies in reverse order: columns 2i and 2i+1 share 10000^(2i/D)",
+            {"cos_reversed": True}),
     Mistake(HALVES, {"halves": True}),
     Mistake("for odd embed_dim the exponent divides by D + 1 (the width of whole sin/cos pairs) instead of D: the "
             "frequencies are 10000^(2i/D) with D itself, then the last cos is dropped", {"padded": True}),
