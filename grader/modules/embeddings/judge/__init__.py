@@ -410,6 +410,11 @@ def layer_modes(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause | 
                      "on it: return Tensor(table)", hint=False)
     if got.facts.get("bogus_mode") == "none":
         return "an unknown pos_encoding was accepted: raise ValueError for anything but 'learned', 'sinusoidal', None"
+    for mode in ("learned", "sinusoidal", "None"):
+        first, again = got.facts.get(f"{mode}_params"), got.facts.get(f"{mode}_params_again")
+        if isinstance(first, int) and isinstance(again, int) and again != first:
+            return (f"parameters() gives {first} tensors, then {again} when called again: it appends to a list the "
+                    "layer keeps; build and return a new list each time")
     learned, held = got.facts.get("learned_params"), got.facts.get("aux_learned_trainable")
     if isinstance(learned, int) and isinstance(held, int) and learned < 2 <= held:
         return embeddings_api.MISSING_TABLE
@@ -487,6 +492,10 @@ def layer_scale(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause | 
                          "emb_lookup")
         return None  # the lookup is wrong: any guess about the scale would be untested
     root = math.sqrt(dim)
+    again = _arr(got, "no_positions_again")
+    if _same(plain, tok * root) and again is not None and _same(again, tok * dim):
+        return ("the second call returns the tokens scaled twice: forward multiplies the weight table itself in place "
+                "(self.weight.data *= ...); scale a new array, h * math.sqrt(embed_dim)")
     failed_sin = got.facts.get("sinusoidal_tokens")
     if isinstance(failed_sin, str) and failed_sin.startswith("raised") and got.facts.get("aux_sin_type") not in (
             None, "Tensor"):

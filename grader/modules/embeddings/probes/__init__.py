@@ -388,6 +388,7 @@ def _layer_modes_run(ns: Namespace, i: Inputs) -> Outputs:
     for mode in ("learned", "sinusoidal", None):
         layer = Layer(i["vocab"], i["dim"], max_seq_len=i["max_len"], pos_encoding=mode)
         out[f"{mode}_params"] = len(parameters_of(layer, "EmbeddingLayer"))
+        out[f"{mode}_params_again"] = len(parameters_of(layer, "EmbeddingLayer"))  # parameters() has no side effect
         if mode == "learned":
             out["aux_learned_trainable"] = len(trainable_rows(layer) or ())
         # one mode that fails costs only its own outputs (and the judge reads what it raised)
@@ -435,6 +436,8 @@ def _layer_scale_run(ns: Namespace, i: Inputs) -> Outputs:
     inject(sinusoidal, i["weight"], "EmbeddingLayer")
     return {
         "no_positions": as_array(plain(T(i["tokens"])), "EmbeddingLayer output (pos_encoding=None)"),
+        # the same call again: a forward that scales the table in place changes its own next answer
+        "no_positions_again": attempt(lambda: plain(T(i["tokens"])), "EmbeddingLayer output, called again"),
         "learned": as_array(learned(T(i["tokens"])), "EmbeddingLayer output (pos_encoding='learned')"),
         # the sinusoidal mode's output less the student's own sinusoid rows: only the scaling is
         # judged here (a wrong table is sin_values' business, not this check's)
