@@ -35,6 +35,9 @@ def raised_class(value: Any) -> str | None:
 
 
 def _case(spec: CheckSpec, output: str) -> CaseSpec | None:
+    """The case of an output: the one keyed by its exact name, else the first glob that matches it."""
+    if output in spec.cases:
+        return spec.cases[output]
     return next((case for key, case in spec.cases.items() if fnmatchcase(output, key)), None)
 
 

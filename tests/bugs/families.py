@@ -181,7 +181,7 @@ FAMILY_BUGS = (
 
     Bug('bug_old_float_ids_index', OLDER,
         (('        rows = self.weight.data[ids.astype(int)]\n', '        rows = self.weight.data[ids]\n'), ),
-        ('emb_shape', 'emb_lookup', 'emb_large_ids', 'grad_accumulate', 'grad_sparse', 'grad_batch_visible', 'grad_batch', 'layer_modes', 'layer_defaults', 'layer_sin_values_visible', 'layer_sin_values', 'layer_scale', 'layer_sin_too_long'), 'astype',
+        ('emb_shape', 'emb_lookup', 'emb_large_ids', 'grad_accumulate', 'grad_sparse', 'grad_batch_visible', 'grad_batch', 'layer_modes', 'layer_defaults', 'layer_sin_values_visible', 'layer_sin_values', 'layer_scale', 'layer_sin_too_long', 'emb_index_error'), 'astype',
         'The lookup indexes the table with the float32 ids (no astype(int)); numpy raises IndexError.'),
 
     Bug('bug_new_float_ids_index', NEWER,
