@@ -77,16 +77,24 @@ def inject(obj: Any, values: np.ndarray, what: str) -> Any:
     return param
 
 
-def _held(obj: Any, shape: tuple[int, ...]) -> list[Any]:
-    """The Tensors of ``shape`` among the attributes of ``obj`` and of its attributes."""
-    T, found = tensor_class(), []
+def held_tensors(obj: Any) -> list[Any] | None:
+    """Every Tensor held by ``obj`` or by one of its attributes, once each, in attribute order;
+    None when the attributes cannot be read."""
+    T, found, seen = tensor_class(), [], set()
     try:
-        holders = [obj, *(v for v in vars(obj).values() if hasattr(v, "__dict__"))]
-        for holder in holders:
-            found += [v for v in vars(holder).values() if isinstance(v, T) and _shape(v) == shape]
+        for holder in (obj, *(v for v in vars(obj).values() if hasattr(v, "__dict__"))):
+            for value in vars(holder).values():
+                if isinstance(value, T) and id(value) not in seen:
+                    seen.add(id(value))
+                    found.append(value)
     except Exception:
-        return []
-    return found[:1]
+        return None
+    return found
+
+
+def _held(obj: Any, shape: tuple[int, ...]) -> list[Any]:
+    """The first Tensor of ``shape`` among the attributes of ``obj`` and of its attributes."""
+    return [t for t in held_tensors(obj) or () if _shape(t) == shape][:1]
 
 
 FOREIGN = " from numpy or the Tensor library, not from your own check"

@@ -22,6 +22,7 @@ from ....harness.probes.common import (
     exception_name,
     fmt,
     grad_of,
+    held_tensors,
     inject,
     parameters_of,
     raised,
@@ -56,17 +57,15 @@ def _grad_after(param: Any, what: str, run: Callable[[], Any]) -> np.ndarray | s
 def trainable_rows(obj: Any) -> list[int] | None:
     """The row counts of every trainable Tensor held by ``obj`` or by one of its attributes, in any
     order: lets the judge tell a table missing from parameters() from one never made (context only)."""
-    T, found, seen = tensor_class(), list[int](), set[int]()
-    try:
-        for holder in (obj, *vars(obj).values()):
-            for value in (vars(holder).values() if hasattr(holder, "__dict__") else ()):
-                if isinstance(value, T) and id(value) not in seen and getattr(value, "requires_grad", False) is True:
-                    seen.add(id(value))
-                    data: Any = getattr(value, "data", None)
-                    found.append(int(np.shape(data)[0]) if np.ndim(data) else -1)
-    except Exception:
+    held = held_tensors(obj)
+    if held is None:
         return None
-    return sorted(found)
+    rows = []
+    for tensor in held:
+        if getattr(tensor, "requires_grad", False) is True:
+            data: Any = getattr(tensor, "data", None)
+            rows.append(int(np.shape(data)[0]) if np.ndim(data) else -1)
+    return sorted(rows)
 
 
 def own_lookup(ns: Namespace, i: Inputs) -> np.ndarray | str:
