@@ -5,6 +5,7 @@ a run creates on the host outlives it."""
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -176,3 +177,36 @@ def test_the_self_test_record_is_only_accepted_first() -> None:
     honest = OutputStream(max_total=1 << 20)
     honest.feed(b"T" + len(forged).to_bytes(4, "big") + forged + b"E")
     assert honest.selftest == {"mode": "namespaces", "verified": ["everything"], "ok": True} and honest.ended
+
+
+def test_waiting_for_background_work_while_it_is_being_started_joins_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A sandbox closed (``wait``) while a spare is being readied (``later``) once raised
+    "cannot join thread before it is started" out of ``grader batch`` on an empty folder."""
+    import threading
+
+    from grader.sandbox import process
+
+    starting, done, errors = threading.Event(), threading.Event(), []
+    Plain = threading.Thread
+
+    class SlowStart(threading.Thread):
+        def start(self) -> None:
+            starting.set()
+            time.sleep(0.3)  # the window in which ``wait`` used to see a thread not yet started
+            super().start()
+
+    monkeypatch.setattr(process.threading, "Thread", SlowStart)
+    background = process.Background()
+
+    def wait() -> None:
+        starting.wait(30)
+        try:
+            background.wait()
+        except RuntimeError as e:
+            errors.append(e)
+
+    thread = Plain(target=wait)
+    thread.start()
+    background.later(done.set)
+    thread.join(30)
+    assert not errors and done.is_set()

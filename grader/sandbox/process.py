@@ -38,9 +38,11 @@ class Background:
                     self._threads.discard(thread)
 
         thread = threading.Thread(target=work, daemon=True)
+        # Started under the lock, so ``wait`` never sees a thread that is not started yet (joining
+        # one raises); ``start`` returns before ``work`` runs, so ``work``'s own use of the lock waits.
         with self._lock:
             self._threads.add(thread)
-        thread.start()
+            thread.start()
 
     def wait(self) -> None:
         while True:
