@@ -265,8 +265,8 @@ def test_gradescope_results_json_per_submission_with_visibility_per_check(book: 
 def test_plain_csv_has_status_and_reason_for_everyone(book: Gradebook) -> None:
     rows = rows_of(render(book, "csv"))
     header = rows[0]
-    assert header[:11] == ["student_id", "name", "email", "section", "status", "score", "max_score", "percent",
-                           "submitted_at", "file", "reason"]
+    assert header[:12] == ["student_id", "name", "email", "section", "status", "score", "max_score", "percent",
+                           "submitted_at", "late", "file", "reason"]
     students = {r[0]: dict(zip(header, r, strict=True)) for r in rows[1:]}
     assert {s: r["status"] for s, r in students.items()} == {
         "jdoe": "graded", "zmuller": "graded", "bob": "invalid", "carol": "failed_to_grade", "erin": "missing",

@@ -337,7 +337,8 @@ def class_results(rubric: Rubric) -> list[StoredResult]:
 
 def test_summary_counts_pass_rates_histogram_and_warns_on_a_check_nearly_everyone_fails(rubric: Rubric) -> None:
     summary = build_summary(class_results(rubric), rubric, missing=["ghost"])
-    assert summary["counts"] == {"submissions": 7, "graded": 5, "invalid": 1, "failed_to_grade": 1, "missing": 1}
+    assert summary["counts"] == {"submissions": 7, "graded": 5, "invalid": 1, "failed_to_grade": 1, "missing": 1,
+                                 "late": 0, "did_not_run": 0}
     checks = {c["id"]: c for c in summary["checks"]}
     assert checks["emb_xavier"]["pass_rate"] == 0.0 and checks["emb_xavier"]["nearly_all_fail"]
     assert checks["sin_values"]["pass_rate"] == 0.6 and not checks["sin_values"]["nearly_all_fail"]
@@ -351,9 +352,9 @@ def test_summary_counts_pass_rates_histogram_and_warns_on_a_check_nearly_everyon
 def test_top_failure_causes_group_variants_that_differ_only_in_numbers(rubric: Rubric) -> None:
     causes = build_summary(class_results(rubric), rubric)["failure_causes"]
     top = causes[0]
-    assert (top["check"], top["count"], top["variants"]) == ("emb_xavier", 5, 5)
+    assert (top["checks"], top["count"], top["variants"]) == (["emb_xavier"], 5, 5)
     assert top["cause"].startswith("the limit is ")
-    assert {"check": "sin_values", "cause": "sin and cos are swapped", "variants": 1, "count": 2,
+    assert {"checks": ["sin_values"], "cause": "sin and cos are swapped", "variants": 1, "count": 2,
             "students": ["s0", "s1"]} in causes
 
 
@@ -407,7 +408,9 @@ def test_every_text_of_the_class_summary_is_escaped(rubric: Rubric) -> None:
     summary["failure_causes"][0]["cause"] = PWN
     summary["failure_causes"][0]["students"].append(PWN)
     summary["not_graded"][0]["reason"] = PWN
-    summary["students"].append({"student_id": PWN, "name": PWN, "status": "graded", "score": 1.0, "max_score": 2.0})
+    summary["students"].append({"student_id": PWN, "name": PWN, "status": "graded", "score": 1.0, "max_score": 2.0,
+                                "late": True, "submitted_at": PWN})
+    summary["did_not_run"].append({"student_id": PWN, "reason": PWN})
     page = render_summary_html(summary)
     assert_shown_as_text(page)
     links = [attrs["href"] for tag, attrs in tags_of(page) if tag == "a"]
@@ -436,3 +439,40 @@ def test_a_real_batch_gets_feedback_with_the_sinusoid_heatmaps(tmp_path: Path) -
     summary: dict[str, Any] = json.loads((tmp_path / "out" / "summary.json").read_text(encoding="utf-8"))
     assert summary["counts"]["graded"] == 2
     assert {c["id"]: c["pass_rate"] for c in summary["checks"]}["sin_values"] == 0.5
+
+
+def test_the_class_summary_puts_notebooks_that_did_not_run_on_one_line_and_ranks_bugs_by_diagnosis(
+        tmp_path: Path) -> None:
+    from grader.batch.runner import run_batch
+
+    from .conftest import code_cells, write_notebook
+
+    cells = code_cells(ROOT / "submissions" / "correct_tinytorch.ipynb")
+    source = tmp_path / "in"
+    source.mkdir()
+    for name in ("correct_tinytorch.ipynb", "bug_backward_overwrite.ipynb", "bug_unfinished_starter.ipynb"):
+        shutil.copy(ROOT / "submissions" / name, source / name)
+    write_notebook(source / "unparsable.ipynb", [c + "\n)\n" if "class " in c or "def create_" in c else c
+                                                 for c in cells])
+    write_notebook(source / "no_import.ipynb", [c.replace("from tinytorch.core.tensor import Tensor",
+                                                          "from tinytorch.core.no_such_module import Tensor")
+                                                for c in cells])
+    run_batch(source, tmp_path / "out", workers=2)
+    write_feedback(tmp_path / "out")
+    summary: dict[str, Any] = json.loads((tmp_path / "out" / "summary.json").read_text(encoding="utf-8"))
+    assert summary["did_not_run"] == [
+        {"student_id": "no_import", "reason": "ModuleNotFoundError while defining its code"},
+        {"student_id": "unparsable", "reason": "syntax error in cells 3, 5, 7, 10"}]
+    causes = summary["failure_causes"]
+    assert not any({"no_import", "unparsable"} & set(c["students"]) for c in causes)
+    assert not any(c["cause"].startswith("raised an exception") for c in causes)
+    # the unfinished class is one diagnosis, listing every check it blocks
+    starter = next(c for c in causes if c["students"] == ["bug_unfinished_starter"] and "defining" in c["cause"])
+    assert starter["cause"] == ("defining PositionalEncoding failed "
+                                "(the starter's raise NotImplementedError() is still there)")
+    assert {"pe_broadcast", "pe_grad", "layer_modes"} <= set(starter["checks"])
+    overwrite = next(c for c in causes if c["students"] == ["bug_backward_overwrite"])
+    assert "np.add.at" in overwrite["cause"] or "accumulate" in overwrite["cause"]
+    page = (tmp_path / "out" / "summary.html").read_text(encoding="utf-8")
+    assert ("2 notebooks did not run at all (not counted below):\nno_import (ModuleNotFoundError while defining its "
+            "code), unparsable (syntax error in cells 3, 5, 7, 10).") in page

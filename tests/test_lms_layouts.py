@@ -318,3 +318,37 @@ def test_canvas_re_uploads_the_newest_is_graded_and_the_others_are_named_and_kep
     assert report["score"] == report["max_score"] and any("left out" in n for n in report["extraction"]["notes"])
     attempts = sorted(p.name for p in (out / "reports" / "attempts" / "jdoe").iterdir())
     assert attempts == ["doejane_4321_99001_11_embeddings.json", "doejane_4321_99007_11_embeddings-1.json"]
+
+
+def test_late_work_and_students_without_a_submission_reach_the_summary_feedback_and_export(tmp_path: Path) -> None:
+    """Canvas's _LATE_ flag, and nbgrader's timestamp against --due-date, are shown where staff and
+    the student look: the class summary, the student's feedback page and the plain CSV; a roster
+    student who handed in nothing is a row of the summary, by name."""
+    roster = tmp_path / "canvas-gradebook.csv"
+    roster.write_text(CANVAS_ROSTER + '"Roe, Ray",4324,s4,ray,S2,\r\n', encoding="utf-8")
+    out = tmp_path / "results"
+    run = cli("batch", canvas_zip(tmp_path / "submissions.zip"), "--out", out, "--roster", roster, "--workers", "2")
+    assert run.returncode == 0, run.stderr
+    summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    students = {s["student_id"]: s for s in summary["students"]}
+    assert {sid for sid, s in students.items() if s["late"]} == {"amy"} and summary["counts"]["late"] == 1
+    assert students["ray"] == {"student_id": "ray", "name": "Roe, Ray", "status": "missing", "score": None,
+                               "max_score": None, "late": False, "submitted_at": ""}
+    page = (out / "summary.html").read_text(encoding="utf-8")
+    assert "1 handed in late" in page and "no submission" in page and "Roe, Ray" in page
+    assert "handed in after the due date" in (out / "feedback" / "amy.html").read_text(encoding="utf-8")
+    assert "handed in after the due date" not in (out / "feedback" / "jdoe.html").read_text(encoding="utf-8")
+    assert cli("export", "--format", "csv", out).returncode == 0
+    rows = csv_rows(out / "exports" / "grades.csv")
+    late = rows[0].index("late")
+    assert {r[0]: r[late] for r in rows[1:]} == {"jdoe": "", "amy": "yes", "bob": "", "ray": ""}
+
+    nbgrader = tmp_path / "course" / "submitted"
+    for who, stamp in (("early", "2026-11-30 10:00:00"), ("tardy", "2026-12-02 08:00:00.123456 UTC")):
+        (nbgrader / who / "embeddings").mkdir(parents=True)
+        (nbgrader / who / "embeddings" / "embeddings.ipynb").write_bytes(CORRECT)
+        (nbgrader / who / "embeddings" / "timestamp.txt").write_text(stamp + "\n", encoding="utf-8")
+    out2 = tmp_path / "results2"
+    assert cli("batch", nbgrader, "--out", out2, "--due-date", "2026-12-01").returncode == 0
+    late2 = {s["student_id"]: s["late"] for s in json.loads((out2 / "summary.json").read_text())["students"]}
+    assert late2 == {"early": False, "tardy": True}

@@ -60,6 +60,29 @@ class StoredResult:
             object.__setattr__(self, "report", _storable(self.report))
 
 
+def submitted_late(submitted_at: str, due: datetime | None) -> bool:
+    """Handed in after ``due``, by the time its LMS, nbgrader or the upload recorded (a time that
+    cannot be read, or no due date, is not late: lateness is only ever shown, never guessed)."""
+    if due is None or not submitted_at:
+        return False
+    try:
+        at = datetime.fromisoformat(submitted_at.strip().removesuffix(" UTC").replace("Z", "+00:00"))  # nbgrader: " UTC"
+    except ValueError:
+        return False
+    return (at if at.tzinfo is not None else at.replace(tzinfo=UTC)) > due
+
+
+def flagged_late(meta: dict[str, str]) -> frozenset[str]:
+    """The student ids whose LMS download marked the submission late (Canvas's ``_LATE_``)."""
+    import json
+
+    try:
+        downloaded = json.loads(meta.get("lms_ids") or "{}")
+    except ValueError:
+        return frozenset()
+    return frozenset(sid for sid, info in downloaded.items() if isinstance(info, dict) and info.get("late"))
+
+
 def _copy_empty_store(path: Path) -> None:
     """Make ``path`` a copy of the cached empty store at the migrations' head (made first if
     missing, by running them on a private file that is then renamed into place)."""

@@ -16,15 +16,15 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Literal, Protocol
 
-from ..batch.store import StoredResult
+from ..batch.store import StoredResult, submitted_late
 from ..models import Visibility, shown
 from ..rubric import Rubric
-from ..visibility import Release
+from ..visibility import Release, parse_date
 from .roster import Roster, RosterEntry, split_name
 
 RowStatus = Literal["graded", "invalid", "failed_to_grade", "missing"]
@@ -127,6 +127,7 @@ class Gradebook:
     canvas_ids: Mapping[str, str] = field(default_factory=dict)  # student id -> Canvas user id from the download
     release: Release = field(default_factory=Release)  # what students may see now (student-facing feedback)
     canvas_columns: tuple[tuple[str, str], ...] = ()  # a Canvas roster's assignment columns: (name, id)
+    late: frozenset[str] = frozenset()  # student ids handed in after the due date, or flagged late by the LMS
 
     @property
     def missing(self) -> list[str]:
@@ -141,8 +142,11 @@ class Gradebook:
 
 def build_gradebook(results: Iterable[StoredResult], *, rubric: Rubric | None, roster: Roster | None = None,
                     assignment: str = "", canvas_assignment_id: str = "", due_date: str = "",
-                    canvas_ids: Mapping[str, str] | None = None, release: Release | None = None) -> Gradebook:
-    """Join stored results with the roster (pure). Rows: roster order, then submissions not in it."""
+                    canvas_ids: Mapping[str, str] | None = None, release: Release | None = None,
+                    flagged_late: Collection[str] = ()) -> Gradebook:
+    """Join stored results with the roster (pure). Rows: roster order, then submissions not in it.
+    A row is late when the LMS flagged it (``flagged_late``) or it was handed in after the due date
+    (``release``'s, else ``due_date``)."""
     stored = sorted(results, key=lambda r: r.student_id)
     checks = _columns(stored, rubric)
     max_score = (rubric.max_score if rubric is not None
@@ -182,9 +186,13 @@ def build_gradebook(results: Iterable[StoredResult], *, rubric: Rubric | None, r
             problems.append(f"{len(stale)} result(s) were graded with another version of the rubric: "
                             f"{', '.join(stale)}; run the batch again to regrade them")
     title = assignment or (rubric.title if rubric is not None else "") or "Assignment"
+    release = release or Release()
+    due = release.due_date or (parse_date(due_date, "due date") if due_date else None)
+    late = frozenset(row.student_id for row in rows if row.result is not None
+                     and (row.result.student_id in flagged_late or submitted_late(row.result.submitted_at, due)))
     return Gradebook(title, max_score, checks, tuple(rows), tuple(problems), rubric, canvas_assignment_id, due_date,
-                     tuple(conflicts), roster is not None, dict(canvas_ids or {}), release or Release(),
-                     roster.assignments if roster is not None else ())
+                     tuple(conflicts), roster is not None, dict(canvas_ids or {}), release,
+                     roster.assignments if roster is not None else (), late)
 
 
 def match_roster(roster: Roster, unclaimed: dict[str, StoredResult]) -> list[tuple[RosterEntry, list[StoredResult]]]:

@@ -99,7 +99,7 @@ def load_gradebook(results_dir: Path, *, roster_path: Path | None = None, assign
     """The gradebook of RESULTS_DIR: its stored results, its rubric and the roster."""
     import json
 
-    from ..batch.store import SQLiteStore
+    from ..batch.store import SQLiteStore, flagged_late
     from ..feedback.write import stored_release
     from ..rubric import Rubric
     from .base import build_gradebook
@@ -121,7 +121,7 @@ def load_gradebook(results_dir: Path, *, roster_path: Path | None = None, assign
         roster = read_roster(results_dir / "roster.csv")
     return build_gradebook(results, rubric=rubric, roster=roster, assignment=assignment,
                            canvas_assignment_id=canvas_assignment_id, due_date=due_date, canvas_ids=canvas_ids,
-                           release=stored_release(meta, rubric))
+                           release=stored_release(meta, rubric), flagged_late=flagged_late(meta))
 
 
 def write_export(files: list[ExportFile], target: Path, *, per_submission: bool) -> Path:

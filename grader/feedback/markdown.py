@@ -50,6 +50,8 @@ def render_markdown(view: StudentView) -> str:
         out += [f"**Score: {view.score:g} / {view.max_score:g}**, {passed} of {len(view.checks)} checks passed", ""]
         if note := total_note(view):
             out += [f"> {md_text(note)}", ""]
+    if view.late:
+        out += [f"> {view.late_text}", ""]
     if view.practice:
         out += ["> Practice run: the official grade comes from the course's sandbox.", ""]
     if view.checks:

@@ -18,6 +18,8 @@ def render_summary_html(summary: dict[str, Any]) -> str:
              f"{counts['invalid']} invalid", f"{counts['failed_to_grade']} could not be graded"]
     if counts["missing"]:
         parts.append(f"{counts['missing']} in the roster without a submission")
+    if counts.get("late"):
+        parts.append(f"{counts['late']} handed in late")
     chart = histogram(hist["counts"], hist["edges"], title=f"Scores of {counts['graded']} graded submissions",
                       x_label="score, % of the maximum")
     return render("summary.html", s=summary, h=chart, counts_line=", ".join(parts), staff_banner=STAFF_BANNER,

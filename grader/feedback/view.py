@@ -29,6 +29,7 @@ STATUS_TEXT: dict[CheckStatus, str] = {
     "crashed": "crashed", "oom": "ran out of memory", "not_gradable": "not gradable",
 }
 
+LATE = "This submission was handed in after the due date."
 NOT_GRADED_BY_US = ("Your submission could not be graded because of a problem on the grading side, not in "
                     "your work. Your instructor has been told and will grade it again.")
 
@@ -69,6 +70,11 @@ class StudentView:
     partial: bool = False  # some checks are not shown, so the total is not the final score
     unseen: tuple[int, float] = (0, 0.0)  # the checks not shown: how many, and their points
     final_max: float = 0.0  # the points possible of every check: what the gradebook's score is out of
+    late: bool = False  # handed in after the due date, or flagged late by the LMS
+
+    @property
+    def late_text(self) -> str:
+        return LATE if self.late else ""
 
     @property
     def failed_visible(self) -> tuple[CheckView, ...]:
@@ -79,9 +85,9 @@ class StudentView:
 
 
 def student_view(result: StoredResult, rubric: Rubric | None, *, name: str = "",
-                 release: Release | None = None) -> StudentView:
+                 release: Release | None = None, late: bool = False) -> StudentView:
     """Project a stored result onto what its student may see now (``release``: the due and
-    publish dates; by default only ``visible`` checks are shown)."""
+    publish dates; by default only ``visible`` checks are shown; ``late``: handed in late)."""
     release = release if release is not None else Release()
     report = result.report
     assignment = rubric.title if rubric is not None else (report.rubric_id if report else "")
@@ -98,7 +104,8 @@ def student_view(result: StoredResult, rubric: Rubric | None, *, name: str = "",
                 else NOT_GRADED_BY_US)
         checks = tuple(CheckView(i, t, "not_gradable", 0.0, p, v, "", ()) for i, t, p, v in specs if release.shows(v))
         return StudentView(result.student_id, name or result.name, result.file_name, assignment, result.status, text,
-                           None, sum(c.max_score for c in checks), checks, (), False, waiting, partial, unseen, final_max)
+                           None, sum(c.max_score for c in checks), checks, (), False, waiting, partial, unseen, final_max,
+                           late)
     shown_checks = tuple(  # a released check shows its full diagnosis, as a visible one does
         CheckView(c.id, c.title, c.status, c.score, c.max_score, c.visibility,
                   c.message if c.visibility == "visible" else c.detail, c.figures)
@@ -106,7 +113,7 @@ def student_view(result: StoredResult, rubric: Rubric | None, *, name: str = "",
     return StudentView(result.student_id, name or result.name, result.file_name, assignment, result.status, "",
                        sum(c.score for c in shown_checks), sum(c.max_score for c in shown_checks), shown_checks,
                        tuple(extraction_notes(report)), report.backend.label == "practice", waiting, partial, unseen,
-                       final_max)
+                       final_max, late)
 
 
 def withheld_sentence(view: StudentView) -> str:
@@ -127,7 +134,7 @@ def total_note(view: StudentView) -> str:
 def summary_text(view: StudentView, *, practice_note: bool = True) -> str:
     """One short plain-text paragraph for an LMS comment box (Moodle feedback, Gradescope output)."""
     if view.score is None:
-        return view.status_text
+        return " ".join(filter(None, (view.status_text, view.late_text)))
     missed = [c.id for c in view.failed_visible]
     shown = "checks shown" if view.partial else "checks"
     lines = [f"Score on the {shown}: {_pts(view.score)}/{_pts(view.max_score)}."]  # the coverage sentence follows
@@ -136,6 +143,8 @@ def summary_text(view: StudentView, *, practice_note: bool = True) -> str:
         lines.append(note)
     if withheld := withheld_sentence(view):
         lines.append(withheld)
+    if view.late:
+        lines.append(LATE)
     if view.practice and practice_note:
         lines.append("Practice run: not the official sandbox.")
     return " ".join(lines)

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from ..batch.names import is_safe
-from ..batch.store import SQLiteStore, StoredResult
+from ..batch.store import SQLiteStore, StoredResult, flagged_late, submitted_late
 from ..errors import GraderError, RosterError
 from ..export.roster import Roster, RosterEntry, read_roster
 from ..rubric import Rubric
@@ -35,6 +35,8 @@ def write_feedback(results_dir: Path) -> None:
     release = stored_release(meta, rubric)
     roster, roster_problem = _roster(results_dir)
     names = _roster_names(results, roster)
+    flagged = flagged_late(meta)
+    late = {r.student_id: r.student_id in flagged or submitted_late(r.submitted_at, release.due_date) for r in results}
     folder = results_dir / FEEDBACK_DIR
     folder.mkdir(exist_ok=True)
     skipped = []
@@ -42,10 +44,13 @@ def write_feedback(results_dir: Path) -> None:
         if not is_safe(result.student_id):  # the batch only stores whitelisted ids; never trust that blindly
             skipped.append(result.student_id)
             continue
-        view = student_view(result, rubric, name=names.get(result.student_id, ""), release=release)
+        view = student_view(result, rubric, name=names.get(result.student_id, ""), release=release,
+                            late=late[result.student_id])
         _write(folder / f"{result.student_id}.html", render_html(view))
         _write(folder / f"{result.student_id}.md", render_markdown(view))
-    summary = build_summary(results, rubric, _missing(results, roster), names)
+    missing = _missing(results, roster)
+    names |= {entry.student_id: entry.name for entry in (roster.entries if roster else ()) if entry.student_id in missing}
+    summary = build_summary(results, rubric, missing, names, late)
     if roster_problem:
         summary["warnings"].append(roster_problem)
     if skipped:

@@ -294,13 +294,18 @@ def create_app(settings: Settings, *, dispatcher: Dispatcher | None = None,
 
     @app.get("/api/courses/{course}/assignments/{assignment}/submissions", tags=["submissions"])
     def list_submissions(course: Slug, assignment: Slug, principal: Who) -> list[dict[str, Any]]:
-        """Staff: each student's latest upload. A student: their own uploads, newest first."""
+        """Staff: every roster student, by student id, with their latest upload (or ``status``
+        ``no_submission`` and ``id`` null). A student: their own uploads, newest first."""
         def work(s: Session) -> list[dict[str, Any]]:
             c = ops.course_by_slug(s, course)
             require_course(principal, c.id)
             a = ops.assignment_by_slug(s, c, assignment)
             if principal.staff:
-                return [status_view(sub) | {"student_id": st.student_id} for sub, st in ops.latest_submissions(s, a)]
+                uploaded = [status_view(sub) | {"student_id": st.student_id, "name": st.name}
+                            for sub, st in ops.latest_submissions(s, a)]
+                absent = [{"id": None, "student_id": st.student_id, "name": st.name, "status": "no_submission",
+                           "final": True} for st in ops.students_without_upload(s, a)]
+                return sorted(uploaded + absent, key=lambda row: row["student_id"])
             mine = s.scalars(select(Submission).where(Submission.assignment_id == a.id,
                                                       Submission.student_pk == principal.student_pk)
                              .order_by(Submission.submitted_at.desc()))

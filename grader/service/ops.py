@@ -264,6 +264,13 @@ def latest_submissions(session: Session, assignment: Assignment) -> list[tuple[S
     return [(s, st) for s, st in rows]
 
 
+def students_without_upload(session: Session, assignment: Assignment) -> list[Student]:
+    """The roster students of the assignment's course who uploaded nothing for it, by student id."""
+    uploaded = select(Submission.student_pk).where(Submission.assignment_id == assignment.id)
+    return list(session.scalars(select(Student).where(Student.course_id == assignment.course_id,
+                                                      Student.id.not_in(uploaded)).order_by(Student.student_id)))
+
+
 def add_override(session: Session, sub: Submission, score: float, reason: str, staff: str) -> Override:
     row = Override(submission_id=sub.id, score=score, reason=reason, staff=staff)
     session.add(row)

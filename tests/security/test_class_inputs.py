@@ -222,7 +222,7 @@ def test_escapes_in_an_uploaded_file_name_reach_no_output_or_stored_file(tmp_pat
                  *(out / "feedback").glob("eve.*")]:
         assert_no_raw_controls(path.read_text(encoding="utf-8"), str(path.relative_to(out)))
     plain = {r[0]: r for r in csv.reader((out / "exports" / "grades.csv").read_text(encoding="utf-8").splitlines())}
-    assert plain["eve"][9] == shown(HOSTILE_NAME, one_line=True)
+    assert plain["eve"][10] == shown(HOSTILE_NAME, one_line=True)
 
 
 def test_escapes_in_file_names_stay_out_of_the_gradescope_staff_log_and_results_json(tmp_path: Path) -> None:
@@ -303,7 +303,7 @@ def spoofed_checks() -> tuple[CheckResult, ...]:
 def test_student_text_never_becomes_a_top_cause_in_the_class_summary(tmp_path: Path) -> None:
     results = [stored_result(f"s{n}", 0.0, checks=spoofed_checks()) for n in range(3)]
     summary = build_summary(results, load_rubric())
-    causes = {c["check"]: c["cause"] for c in summary["failure_causes"]}
+    causes = {check: c["cause"] for c in summary["failure_causes"] for check in c["checks"]}
     assert causes == {"emb_shape": "raised ValueError",
                       "emb_lookup": "raised an exception of a class the submission defines",
                       "grad_accumulate": "wrong output (no specific cause recognised)",

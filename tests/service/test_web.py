@@ -245,3 +245,27 @@ def test_the_api_result_carries_the_pictures_of_released_visible_checks_only(cou
     figure = checks["sin_values"]["figures"][0]
     assert figure["name"].startswith("table_d") and len(figure["got"]) == len(figure["expected"]) > 1
     assert "figures" not in checks["layer_sin_values"] and "message" not in checks["layer_sin_values"]
+
+
+def test_the_dashboard_and_the_staff_list_show_every_roster_student_and_late_work(embedded: tuple[TestClient, str]
+                                                                                  ) -> None:
+    """Students who uploaded nothing are rows ("no submission"), in the dashboard and the API's staff
+    list; an upload after the due date is tagged late, counted in the class section."""
+    client, token = embedded
+    past = (datetime.now(UTC) - timedelta(days=1)).isoformat()
+    course = make_course(client, token, due_at=past)
+    graded(course, "alice", "correct_tinytorch.ipynb")
+    listed = client.get(f"{course.base}/submissions", headers=course.staff).json()
+    assert [(row["student_id"], row["status"]) for row in listed] == \
+        [("alice", "graded")] + [(sid, "no_submission") for sid in sorted(course.students) if sid != "alice"]
+    assert all(row["id"] is None for row in listed[1:]) and listed[1]["name"]
+    sign_in(client, token)
+    page = client.get("/staff/c/cs249/m11").text
+    absent = len(course.students) - 1
+    assert f"{len(course.students)} of {len(course.students)} roster students shown (1 with an upload, {absent} with none)" \
+        in page
+    assert page.count("<td>no submission</td>") == absent and '<span class="tag">late</span>' in page
+    assert "1 late; " + str(absent) + " with no submission" in page
+    only_missing = client.get("/staff/c/cs249/m11", params={"status": "missing"}).text
+    assert f"{absent} of {len(course.students)} roster students shown" in only_missing
+    assert "Regrade all (1)" in page

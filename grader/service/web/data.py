@@ -157,20 +157,22 @@ class Filters:
 
 @dataclass
 class Row:
-    sub: Submission
+    sub: Submission | None  # None: a roster student who uploaded nothing
     student: Student
-    stored: StoredResult | None  # None while the first grading runs
+    stored: StoredResult | None  # None while the first grading runs (or with nothing uploaded)
     late: bool
     failed: list[str] = field(default_factory=list)
 
     @property
     def status(self) -> str:
+        if self.sub is None:
+            return "missing"
         return self.stored.status if self.stored is not None else self.sub.status
 
 
 def _keep(row: Row, f: Filters) -> bool:
     score = row.stored.score if row.stored is not None else None
-    return ((not f.status or row.status == f.status or row.sub.status == f.status)
+    return ((not f.status or row.status == f.status or (row.sub is not None and row.sub.status == f.status))
             and (f.min_score is None or (score is not None and score >= f.min_score))
             and (f.max_score is None or (score is not None and score <= f.max_score))
             and (not f.check or f.check in row.failed)
@@ -191,13 +193,20 @@ def dashboard(session: Session, course: str, assignment: str, filters: Filters) 
             if stored is not None and stored.report is not None else []
         rows.append(Row(sub, student, stored, a.due_at is not None and sub.submitted_at > a.due_at, failed))
     results = [r.stored for r in rows if r.stored is not None]
-    summary = build_summary(results, rubric)
-    ids = {r.student.student_id: r.sub.id for r in rows}
+    absent = ops.students_without_upload(session, a)
+    summary = build_summary(results, rubric, missing=[st.student_id for st in absent],
+                            names={r.student.student_id: r.student.name for r in rows}
+                            | {st.student_id: st.name for st in absent},
+                            late={r.student.student_id: r.late for r in rows})
+    ids = {r.student.student_id: r.sub.id for r in rows if r.sub is not None}
+    rows += [Row(None, st, None, False) for st in absent]
+    rows.sort(key=lambda r: r.student.student_id)
     chart = histogram(summary["histogram"]["counts"], summary["histogram"]["edges"],
                       title=f"Scores of {summary['counts']['graded']} graded submissions",
                       x_label="score, % of the maximum")
     return {"course": c, "assignment": a, "rubric": rubric, "rows": [r for r in rows if _keep(r, filters)],
-            "all": len(rows), "filters": filters, "summary": summary, "chart": chart, "ids": ids,
+            "all": len(rows), "uploads": sum(r.sub is not None for r in rows),
+            "filters": filters, "summary": summary, "chart": chart, "ids": ids,
             "formats": list(exporters()), "health": health(session)}
 
 
