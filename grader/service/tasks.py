@@ -37,6 +37,7 @@ def make_celery(settings: Settings) -> Celery:
         task_ignore_result=True,
         task_default_queue=QUEUE,
         broker_connection_retry_on_startup=True,
+        broker_connection_max_retries=None,  # a worker waits for its broker for as long as it takes
         broker_connection_timeout=3,
         broker_transport_options={"visibility_timeout": settings.visibility_timeout_s, "socket_connect_timeout": 3,
                                   "socket_timeout": 10},
@@ -70,6 +71,37 @@ def register_task(app: Celery) -> Any:
     return grade
 
 
+class QuietRetries(logging.Filter):
+    """Celery's consumer logs "Cannot connect to <broker> ... Trying again in N seconds" on every try
+    while its broker does not answer. The first is said once, plainly; the next ones are dropped
+    until a connection is made ("Connected to"), so the next outage is said once again."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.said = False
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.name.endswith(".connection") and str(record.msg).startswith("Connected to"):
+            self.said = False
+            return True
+        if "Cannot connect to" not in str(record.msg):
+            return True
+        if self.said:
+            return False
+        self.said = True
+        uri, reason = (record.args[:2] if isinstance(record.args, tuple) and len(record.args) >= 2
+                       else ("the broker", ""))
+        record.msg = ("the broker %s does not answer (%s); this worker keeps trying, quietly, and takes jobs as "
+                      "soon as it answers: start it, or fix --broker")
+        record.args = (uri, str(reason).rstrip("."))
+        return True
+
+    def install(self) -> QuietRetries:
+        for name in ("celery.worker.consumer.consumer", "celery.worker.consumer.connection"):
+            logging.getLogger(name).addFilter(self)
+        return self
+
+
 def run_worker(settings: Settings, pool: str = "threads") -> int:
     """``grader worker``: migrate if needed, then consume jobs until SIGTERM (warm shutdown: the jobs
     in progress finish and are acknowledged first) or SIGINT."""
@@ -78,6 +110,7 @@ def run_worker(settings: Settings, pool: str = "threads") -> int:
     _State.db, _State.settings = db, settings
     app = make_celery(settings)
     register_task(app)
+    QuietRetries().install()
     heartbeat = Heartbeat(db, settings.hostname, settings.backend).start()
     worker_process_init.connect(lambda **_: db.engine.dispose(close=False), weak=False)  # prefork children
     worker_shutdown.connect(lambda **_: _shutdown(heartbeat), weak=False)

@@ -57,3 +57,59 @@ def test_grader_serve_alone_serves_the_whole_flow(tmp_path: Path) -> None:
     time.sleep(0.5)
     stop_pid(again)
     assert "staff sign-in" not in (tmp_path / "second.log").read_text()
+
+
+def test_a_worker_whose_broker_does_not_answer_says_so_once_and_keeps_trying(tmp_path: Path) -> None:
+    """Celery would print "Cannot connect ... Trying again" on every try (a hundred, then give up)."""
+    log = tmp_path / "worker.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "grader.cli", "worker", "--broker", f"redis://127.0.0.1:{free_port()}/0",
+                                 "--database", f"sqlite:///{tmp_path / 'db.sqlite'}"], stdout=out, stderr=subprocess.STDOUT,
+                                cwd=ROOT)
+    try:
+        deadline = time.monotonic() + 120
+        while "does not answer" not in log.read_text(errors="replace") and time.monotonic() < deadline:
+            assert proc.poll() is None, log.read_text(errors="replace")
+            time.sleep(0.5)
+        time.sleep(13)  # Celery's next tries come after 2, 4 and 6 s: three more, which must stay quiet
+        assert proc.poll() is None, "the worker gave up on its broker"
+        text = log.read_text(errors="replace")
+        assert text.count("does not answer") == 1 and "Trying again" not in text, text
+        assert "start it, or fix --broker" in text
+    finally:
+        stop_pid(proc, signal.SIGKILL)
+
+
+def test_quiet_retries_say_an_outage_once_and_the_next_one_again() -> None:
+    import logging
+
+    from celery.worker.consumer.consumer import CONNECTION_ERROR
+
+    from grader.service.tasks import QuietRetries
+
+    said: list[str] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            said.append(record.getMessage())
+
+    consumer, connection = (logging.getLogger(f"celery.worker.consumer.{n}") for n in ("consumer", "connection"))
+    handler, quiet = Keep(), QuietRetries().install()
+    levels = [logger.level for logger in (consumer, connection)]
+    for logger in (consumer, connection):
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)  # as the worker's --loglevel=INFO sets it
+    try:
+        for _ in range(3):
+            consumer.error(CONNECTION_ERROR, "redis://127.0.0.1:9/0", "Connection refused.", "Trying again in 2 s")
+        connection.info("Connected to %s", "redis://127.0.0.1:9/0")
+        consumer.error(CONNECTION_ERROR, "redis://127.0.0.1:9/0", "Connection refused.", "Trying again in 2 s")
+    finally:
+        for logger, level in zip((consumer, connection), levels, strict=True):
+            logger.removeHandler(handler)
+            logger.removeFilter(quiet)
+            logger.setLevel(level)
+    assert [m.split(" does not answer")[0] for m in said] == ["the broker redis://127.0.0.1:9/0",
+                                                                "Connected to redis://127.0.0.1:9/0",
+                                                                "the broker redis://127.0.0.1:9/0"]
+    assert not any("Trying again" in m for m in said)
