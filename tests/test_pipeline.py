@@ -101,7 +101,9 @@ def test_a_hung_method_costs_one_timeout_and_later_checks_say_why(fast_grader: G
     took = time.monotonic() - started
     got = statuses(report)
     timeout_s = fast_grader.rubric.checks[0].timeout_s
-    assert took < 3 * timeout_s + 1, f"took {took:.1f} s with {timeout_s} s per check"
+    hung = sum(c.status == "timeout" for c in report.checks)
+    # one timeout, then "stopped at once" for the rest: far below a timeout each (with room for load)
+    assert hung >= 10 and took < hung * timeout_s / 2 + 1, f"took {took:.1f} s with {timeout_s} s per check"
     calls_forward = ("emb_shape", "emb_lookup", "grad_accumulate", "layer_scale")
     assert {got[c] for c in calls_forward} == {"timeout"}
     blocked = [c for c in report.checks if c.status == "timeout" and "blocked by" in c.message]

@@ -1215,8 +1215,8 @@ SLEEPER = 'os.execv("/bin/sleep", ["tt-sleeper-{TOKEN}", "30"])'
 # a sleeper that first lets go of the sandbox's stdout/stderr (a stealthy daemon)
 QUIET_SLEEPER = ('[os.dup2(os.open("/dev/null", os.O_RDWR), fd) for fd in (0, 1, 2)]; '
                  'os.execv("/bin/sleep", ["tt-sleeper-{TOKEN}", "30"])')
-# a sleeper that keeps the sandbox's output pipe open for 6 s
-PIPE_SLEEPER = 'os.execv("/bin/sleep", ["tt-sleeper-{TOKEN}", "6"])'
+# a sleeper that keeps the sandbox's output pipe open for 30 s
+PIPE_SLEEPER = 'os.execv("/bin/sleep", ["tt-sleeper-{TOKEN}", "30"])'
 
 DOS_CASES = [
     Case("dos-busy-loop-at-import", r'''
@@ -1276,7 +1276,7 @@ def _on_backward(node, grad_output, grad):
             ''' + PIPE_SLEEPER + r'''
         os.kill(os.getppid(), signal.SIGKILL)
     return grad
-''', max_seconds=4.0),
+''', max_seconds=20.0),  # not waiting for the sleeper's 30 s, with room for a loaded machine
     Case("dos-setsid-escape-survives-grading", r'''
 def _on_import():
     import os
@@ -1605,9 +1605,11 @@ def _on_import():
         pass
 '''
 
+# (max_seconds 30: the fast rubric's 8 s total deadline plus room for a machine at a load average of
+# 10; a total bound that does not hold shows as the 60 s grading limit)
 PHASE_CASES = [
     Case("deadline-forged-import-record-keeps-the-total-bound", FORGED_IMPORT_RECORD,
-         statuses={ALL: S("timeout")}, max_seconds=14.0),
+         statuses={ALL: S("timeout")}, max_seconds=30.0),
     Case("leak-hidden-inputs-into-visible-feedback", HIDDEN_INTO_VISIBLE, statuses={ALL: S("passed")},
          forbidden=r"TTLEAK"),
     Case("leak-hidden-inputs-from-the-harness-memory-at-import", HIDDEN_FROM_MEMORY, statuses={ALL: S("passed")},
@@ -1615,10 +1617,10 @@ PHASE_CASES = [
     Case("leak-hidden-inputs-by-forging-the-result-stream", FORGED_STREAM, statuses={ALL: S("passed")},
          forbidden=r"TTLEAK"),
     Case("dos-stop-the-supervisor-or-open-its-stdio", SUPERVISOR_REACH, statuses={ALL: S("passed")},
-         forbidden=r"TTREACHED", max_seconds=14.0),
+         forbidden=r"TTREACHED", max_seconds=30.0),
     Case("leak-hidden-phase-deadline-into-visible-feedback", HIDDEN_PHASE_DEADLINE,
          statuses={("sin_pos0",): S("crashed"), ("sin_values", "emb_lookup", "grad_accumulate"): S("passed")},
-         max_seconds=14.0),
+         max_seconds=30.0),
 ]
 
 # ---- network -------------------------------------------------------------------------------------
