@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
 Slug = Annotated[str, Path(pattern=SLUG)]
 Csrf = Annotated[str, Form(max_length=200)]
-Field = Annotated[str, Form(max_length=400)]
+Text = Annotated[str, Form(max_length=400)]
 VISIBILITIES: tuple[str, ...] = get_args(Visibility)
 VISIBILITY_TEXT = {"visible": "shown at once", "after_due_date": "after the due date",
                    "after_published": "when you publish the results", "hidden": "never shown to students"}
@@ -153,7 +153,7 @@ def setup_router(web: Web) -> APIRouter:
         return web.page(request, "staff_courses.html", who, courses=found, form={}, error="")
 
     @router.post("/staff/courses")
-    def create_course(request: Request, csrf: Csrf, slug: Field = "", title: Field = "") -> Response:
+    def create_course(request: Request, csrf: Csrf, slug: Text = "", title: Text = "") -> Response:
         web.check_csrf(request, csrf)
         who = web.signed_in(request, staff=True)
         form = {"slug": slug.strip(), "title": title.strip()}
@@ -174,9 +174,9 @@ def setup_router(web: Web) -> APIRouter:
         return course_view(request, course, added=added)  # the page says so if it names a new assignment
 
     @router.post("/staff/courses/{course}/assignments")
-    def create_assignment(request: Request, course: Slug, csrf: Csrf, slug: Field = "", title: Field = "",
-                          due: Field = "", total: Field = "", rate_count: Field = "", rate_minutes: Field = "",
-                          published: Field = "", check: Annotated[list[str] | None, Form(max_length=200)] = None,
+    def create_assignment(request: Request, course: Slug, csrf: Csrf, slug: Text = "", title: Text = "",
+                          due: Text = "", total: Text = "", rate_count: Text = "", rate_minutes: Text = "",
+                          published: Text = "", check: Annotated[list[str] | None, Form(max_length=200)] = None,
                           ) -> Response:
         web.check_csrf(request, csrf)
         who = web.signed_in(request, staff=True)
@@ -217,7 +217,7 @@ def setup_router(web: Web) -> APIRouter:
             def work(s: Session) -> tuple[int, list[str]]:
                 c = ops.course_by_slug(s, course)
                 before = {st for st in s.scalars(select(Student.student_id).where(Student.course_id == c.id))}
-                _issued, problems = ops.import_roster(s, c, parsed, who.name, hand_out=False)
+                _none, problems = ops.import_roster(s, c, parsed, who.name, hand_out=False)
                 s.flush()
                 after = {st for st in s.scalars(select(Student.student_id).where(Student.course_id == c.id))}
                 return len(after - before), problems
@@ -231,7 +231,7 @@ def setup_router(web: Web) -> APIRouter:
         return await run_in_threadpool(lambda: course_view(request, course, notice=notice, problems=problems))
 
     @router.post("/staff/courses/{course}/sign-ins")
-    def hand_out(request: Request, course: Slug, csrf: Csrf, who: Field = "new", format: Field = "csv") -> Response:
+    def hand_out(request: Request, course: Slug, csrf: Csrf, who: Text = "new", format: Text = "csv") -> Response:
         web.check_csrf(request, csrf)
         staff = web.signed_in(request, staff=True)
         if who not in ("new", "all") or format not in ("csv", "sheet"):
@@ -252,7 +252,7 @@ def setup_router(web: Web) -> APIRouter:
         return web.page(request, "staff_sign_ins.html", staff, course=c, rows=rows, rotated=False)
 
     @router.post("/staff/courses/{course}/rotate")
-    def rotate(request: Request, course: Slug, csrf: Csrf, student_id: Field = "") -> Response:
+    def rotate(request: Request, course: Slug, csrf: Csrf, student_id: Text = "") -> Response:
         web.check_csrf(request, csrf)
         staff = web.signed_in(request, staff=True)
 
