@@ -154,10 +154,13 @@ def _check_policy(policy: Policy, rubric: Rubric) -> None:
 # ---- roster ----------------------------------------------------------------------------------------
 
 
-def import_roster(session: Session, course: Course, roster: Roster, staff: str, *, rotate: bool = False
-                  ) -> tuple[list[dict[str, str]], list[str]]:
+def import_roster(session: Session, course: Course, roster: Roster, staff: str, *, rotate: bool = False,
+                  hand_out: bool = True) -> tuple[list[dict[str, str]], list[str]]:
     """Add or update the roster's students. New students (and all, with ``rotate``) get a new
-    credential, returned here once; the others keep theirs. Returns (credentials, problems)."""
+    credential, returned here once; the others keep theirs. Returns (credentials, problems).
+
+    ``hand_out=False`` (the web pages): nobody is shown a credential here; those students get one
+    nobody knows, and a sign-in sheet (``hand_out_sign_ins``) issues them one to hand out."""
     problems = list(roster.problems)
     issued: list[dict[str, str]] = []
     existing = {s.student_id: s for s in session.scalars(select(Student).where(Student.course_id == course.id))}
@@ -169,15 +172,53 @@ def import_roster(session: Session, course: Course, roster: Roster, staff: str, 
         fields = {k: v for k, v in asdict(entry).items() if k != "line"}
         student = existing.get(entry.student_id)
         if student is None or rotate:
-            token = new_token("student")
             if student is None:
-                student = Student(course_id=course.id, student_id=entry.student_id, token_hash=token_hash(token))
+                student = Student(course_id=course.id, student_id=entry.student_id,
+                                  token_hash=token_hash(new_token("student")))
                 session.add(student)
-            student.token_hash = token_hash(token)
-            issued.append({"student_id": entry.student_id, "token": token})
+            if hand_out:
+                issued.append({"student_id": entry.student_id, "token": issue_token(student)})
+            else:
+                student.token_hash, student.token_issued_at = token_hash(new_token("student")), None
         student.name, student.email, student.roster_json = entry.name, entry.email, json.dumps(fields, sort_keys=True)
     audit(session, staff, "import_roster", course.slug, {"students": len(roster.entries), "credentials": len(issued)})
     return issued, problems
+
+
+def issue_token(student: Student) -> str:
+    """A new credential for the student, to be handed out now: their old one, and every browser
+    session signed in with it, stop working."""
+    token = new_token("student")
+    student.token_hash, student.token_issued_at = token_hash(token), utcnow()
+    return token
+
+
+def hand_out_sign_ins(session: Session, course: Course, staff: str, *, everyone: bool = False
+                      ) -> list[tuple[Student, str]]:
+    """New credentials for the course's students who were never handed one (every student, with
+    ``everyone``), in student id order: the tokens are known only here, so each sheet issues them."""
+    query = select(Student).where(Student.course_id == course.id)
+    if not everyone:
+        query = query.where(Student.token_issued_at.is_(None))
+    chosen = [(student, issue_token(student)) for student in session.scalars(query.order_by(Student.student_id))]
+    if chosen:
+        audit(session, staff, "hand_out_sign_ins", course.slug, {"students": len(chosen), "everyone": everyone})
+    return chosen
+
+
+def student_by_id(session: Session, course: Course, student_id: str) -> Student:
+    found = session.scalar(select(Student).where(Student.course_id == course.id, Student.student_id == student_id))
+    if found is None:
+        raise NotFound(f"no student {shown(student_id, one_line=True)!r} in course {course.slug!r}")
+    return found
+
+
+def rotate_token(session: Session, course: Course, student_id: str, staff: str) -> tuple[Student, str]:
+    """One student's new credential (their old one stops working at once)."""
+    student = student_by_id(session, course, student_id)
+    token = issue_token(student)
+    audit(session, staff, "rotate_token", f"{course.slug}/{student.student_id}")
+    return student, token
 
 
 # ---- submissions -----------------------------------------------------------------------------------

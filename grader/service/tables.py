@@ -34,7 +34,7 @@ from sqlalchemy.types import TypeDecorator
 
 # The Alembic revision these tables correspond to: a store at this revision needs no migration
 # (tests/service/test_store.py checks it against the migration scripts).
-HEAD_REVISION = "0005_override_removed"
+HEAD_REVISION = "0006_student_token_issued"
 
 RESULT_STATUSES = ("graded", "invalid", "failed_to_grade")
 SUBMISSION_STATUSES = ("queued", "grading", *RESULT_STATUSES)
@@ -151,6 +151,8 @@ class Student(Base):
     roster_json: Mapped[str] = mapped_column(Text, default="{}")
     token_hash: Mapped[str] = mapped_column(String(64), unique=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    # when the current token was handed out; None: nobody has seen it (a sign-in sheet issues one)
+    token_issued_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True, default=None)
 
 
 class Submission(Base):

@@ -169,3 +169,73 @@ def _assert_inert(browser: Any, pages: list[str], who: str) -> None:
         assert not browser.execute_script("return document.querySelectorAll('main img[src=x], main script').length")
         assert "&lt;script&gt;" in browser.page_source or XSS in by_css(browser, "body").text
 
+
+
+def test_staff_set_up_a_course_import_its_roster_hand_out_sign_ins_and_give_one_a_new_one(
+        browser: Any, service: Service, tmp_path: Path) -> None:
+    """The whole course setup in the browser: a course, an assignment (due date, policy, rate
+    limit), the roster, the sign-ins CSV, a student signing in with their link, one new sign-in."""
+    from selenium.webdriver.support.select import Select
+
+    sign_in(browser, service, service.staff_token)
+    click_and_load(browser, by_css(browser, "a[href='/staff/courses']"))
+    by_css(browser, "#course-title").send_keys("Setup Demo")
+    by_css(browser, "#course-slug").send_keys("setup-demo")
+    click_and_load(browser, by_css(browser, "form[action='/staff/courses'] button"))
+    assert browser.current_url.endswith("/staff/courses/setup-demo"), browser.current_url
+    assert by_css(browser, "h1").text == "Setup Demo"
+
+    by_css(browser, "#a-slug").send_keys("m11")
+    browser.execute_script("arguments[0].value = '2026-10-01T23:59'", by_css(browser, "#a-due"))
+    Select(by_css(browser, "#a-total")).select_by_value("after_published")
+    by_css(browser, "#new-assignment summary").click()
+    sin_values = by_css(browser, "option[value='sin_values=hidden']").find_element("xpath", "..")
+    Select(sin_values).select_by_value("sin_values=hidden")
+    by_css(browser, "#a-rate-count").clear()
+    by_css(browser, "#a-rate-count").send_keys("5")
+    click_and_load(browser, by_css(browser, "#new-assignment button[type=submit]"))
+    assert "Assignment m11 created" in by_css(browser, "main").text
+    with service.api() as http:
+        made = http.get("/api/courses/setup-demo/assignments/m11").json()
+    assert made["due_at"] == "2026-10-01T23:59:00+00:00" and made["rate_limit"]["count"] == 5
+    assert made["policy"] == {"checks": {"sin_values": "hidden"}, "total": "after_published"}
+
+    roster = tmp_path / "class.csv"
+    roster.write_text("student_id,name,email\nerin,Erin Vale,erin@example.edu\nfinn,Finn Okoro,finn@example.edu\n"
+                      "../x,Bad Row,bad@example.edu\n", encoding="utf-8")
+    by_css(browser, "#roster-file").send_keys(str(roster))
+    click_and_load(browser, by_css(browser, "#roster-import button"))
+    assert "2 new students" in by_css(browser, "#notice").text
+    assert "line 4" in by_css(browser, "#roster-problems").text
+    assert [r.text.split()[0] for r in all_css(browser, "#students tbody tr")] == ["erin", "finn"]
+    inspect_page(browser, "staff-course-setup")
+
+    by_css(browser, "#hand-out button[value=csv]").click()  # a download: the page stays
+    target = browser.downloads / "setup-demo-sign-ins.csv"
+    wait_for(browser, lambda _d: target.exists() and target.stat().st_size > 0, "the sign-ins CSV to download", 60)
+    rows = list(csv.DictReader(io.StringIO(target.read_text(encoding="utf-8"))))
+    assert [(r["student_id"], r["name"]) for r in rows] == [("erin", "Erin Vale"), ("finn", "Finn Okoro")]
+    assert all(r["link"] == f"{service.url}/signin#token={r['token']}" for r in rows)
+
+    # Erin opens her link: the token is in the form, not in the address bar; she presses Sign in.
+    browser.delete_all_cookies()
+    browser.get(rows[0]["link"])
+    wait_for(browser, lambda d: by_css(d, "#token").get_attribute("value") == rows[0]["token"], "the token filled in")
+    assert "#" not in browser.current_url and rows[0]["token"] not in browser.current_url
+    click_and_load(browser, by_css(browser, "form.card button[type=submit]"))
+    assert browser.current_url.endswith("/home") and "Setup Demo" in by_css(browser, "h1").text
+
+    # One button gives Finn a new sign-in; his old one stops working.
+    browser.delete_all_cookies()
+    sign_in(browser, service, service.staff_token)
+    browser.get(f"{service.url}/staff/courses/setup-demo")
+    row = next(r for r in all_css(browser, "#students tbody tr") if r.text.startswith("finn"))
+    click_and_load(browser, row.find_element("css selector", "button"))
+    assert "New sign-in for Finn Okoro" in by_css(browser, "h1").text
+    new = by_css(browser, "[data-token]").text
+    assert new.startswith("student_") and new != rows[1]["token"]
+    inspect_page(browser, "staff-new-sign-in")
+    with httpx.Client(base_url=service.url, timeout=60) as http:
+        assert http.get("/api/me", headers={"Authorization": f"Bearer {rows[1]['token']}"}).status_code == 401
+        assert http.get("/api/me", headers={"Authorization": f"Bearer {new}"}).json()["name"] == "finn"
+        assert http.get("/api/me", headers={"Authorization": f"Bearer {rows[0]['token']}"}).status_code == 200

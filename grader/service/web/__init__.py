@@ -1,6 +1,7 @@
 """Web pages for students and staff, rendered on the server by the grading service.
 
     routes.py    the pages' routes (sign-in, student pages, staff dashboard); CSRF on every POST
+    setup.py     course setup (staff): courses, assignments, roster import, handing out sign-ins
     sessions.py  signed session cookies (HttpOnly, SameSite, Secure behind TLS) and CSRF tokens
     data.py      what each page shows, read from the store; students only through the API's filter
     code.py      the lines of a student's own code a failing check points at

@@ -36,6 +36,7 @@ from .sessions import (
     session_value,
     set_session,
 )
+from .setup import setup_router
 
 Slug = Annotated[str, Path(pattern=SLUG)]
 SubmissionId = Annotated[str, Path(pattern=SUBMISSION_ID)]
@@ -282,6 +283,7 @@ def mount_web(app: FastAPI, hooks: WebHooks) -> None:
         return redirect(f"/staff/s/{submission_id}")
 
     app.include_router(router)
+    app.include_router(setup_router(web))
 
 
 def _number(text: str) -> float | None:

@@ -1,7 +1,8 @@
 // The web pages' only script (no build step, no inline script: the CSP allows this file alone).
-// It adds four things to pages that work without it: times in the viewer's time zone, a live
-// status that reloads the page when grading is done, drag-and-drop upload, and sending the
-// forms that hand a signed message back to the LMS (each also has a button).
+// It adds five things to pages that work without it: times in the viewer's time zone, a live
+// status that reloads the page when grading is done, drag-and-drop upload, sending the forms that
+// hand a signed message back to the LMS (each also has a button), and a personal sign-in link's
+// token (after "#", never sent to the server) moved into the sign-in form and off the address bar.
 "use strict";
 
 (function () {
@@ -82,8 +83,22 @@
     });
   }
 
+  function signInLink() {
+    var found = /^#token=([A-Za-z0-9_-]{1,200})$/.exec(window.location.hash);
+    var field = document.getElementById("token");
+    if (!found || !field) return;
+    field.value = found[1];
+    window.history.replaceState(null, "", window.location.pathname + window.location.search);
+    var button = field.form && field.form.querySelector("button[type=submit]");
+    if (button) button.focus();  // the student still presses "Sign in": opening a link changes nothing
+  }
+
   function start() {
     localTimes(document);
+    signInLink();
+    document.querySelectorAll("[data-print]").forEach(function (button) {
+      button.addEventListener("click", function () { window.print(); });
+    });
     document.querySelectorAll("[data-events]").forEach(followStatus);
     document.querySelectorAll("form[data-upload]").forEach(uploader);
     document.querySelectorAll("form[data-autosubmit]").forEach(function (form) { form.submit(); });
