@@ -113,16 +113,23 @@ class Session:
             threading.Thread(target=self.warm, args=(backend, rubric), daemon=True).start()
 
     def grader(self, rubric: Rubric | str | Path | None = None, *, module: str | None = None, backend: str = "local",
-               public_only: bool = False, seed: int | None = None, parallel: int | None = None) -> Grader:
+               public_only: bool = False, seed: int | None = None, parallel: int | None = None,
+               seed_secret: bytes | None = None) -> Grader:
         """A grader for one rubric (default: the rubric of ``module``, or of the only installed
         course module) on this session's sandbox and oracle; closing it closes nothing.
-        ``parallel``: checks of one submission run at once (default: up to 2)."""
+        ``parallel``: checks of one submission run at once (default: up to 2). ``seed_secret``:
+        the course's key of the hidden checks' inputs (grader.secret); an official session refuses
+        to grade without one of the course's own (NoCourseSecret)."""
+        from . import secret
         from .pipeline import Grader
         from .rubric import load_rubric
+        from .settings import settings
 
+        if self.official:
+            seed_secret = secret.official(seed_secret or settings().seed_secret)
         loaded = rubric if not isinstance(rubric, str | Path | None) else load_rubric(rubric, module=module)
         return Grader(loaded, self.sandbox(backend), public_only=public_only, seed=seed,
-                      reference=self.oracle(loaded.module), parallel=parallel)
+                      reference=self.oracle(loaded.module), parallel=parallel, seed_secret=seed_secret)
 
     def grade(self, path: str | Path, rubric: Rubric | str | Path | None = None, **options: object) -> GradeReport:
         """Grade one file: ``Session().grade("nb.ipynb")``."""

@@ -3,7 +3,7 @@
 | variable | meaning |
 |---|---|
 | ``GRADER_CACHE`` | per-user cache: bundles, expected outputs, the daemon's socket (``~/.cache/tinytorch-grader``) |
-| ``GRADER_SEED_SECRET`` | the course's key for the inputs of non-visible checks (students must not know it) |
+| ``GRADER_SEED_SECRET`` | the course's key for the inputs of non-visible checks (students must not know it; ``grader.secret``) |
 | ``GRADER_NO_DAEMON`` | ``1``: never use or start the warm grading daemon |
 | ``GRADER_DAEMON_IDLE_S`` | seconds the daemon waits for a request before it exits (default 900) |
 | ``GRADER_IMAGE_ONLINE`` | ``1``: build the Docker image ``FROM python:3.11-slim`` instead of with debootstrap |
@@ -27,7 +27,7 @@ TRUE = ("1", "true", "yes")
 @dataclass(frozen=True)
 class Settings:
     cache: Path
-    seed_secret: bytes
+    seed_secret: bytes | None  # GRADER_SEED_SECRET; None when unset (grader.secret says what is used then)
     daemon: bool
     daemon_idle_s: float
     image_online: bool
@@ -45,7 +45,7 @@ class Settings:
         return cls(
             cache=Path(environ.get("GRADER_CACHE")
                        or Path(environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "tinytorch-grader"),
-            seed_secret=environ.get("GRADER_SEED_SECRET", "tinytorch-grader").encode(),
+            seed_secret=environ["GRADER_SEED_SECRET"].encode() if environ.get("GRADER_SEED_SECRET") else None,
             daemon=environ.get("GRADER_NO_DAEMON", "").strip().lower() not in TRUE,
             daemon_idle_s=idle,
             image_online=environ.get("GRADER_IMAGE_ONLINE", "").strip().lower() in TRUE,

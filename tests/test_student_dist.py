@@ -125,6 +125,7 @@ def test_the_student_wheel_holds_no_solution_and_no_hidden_check(student_wheel: 
         public = b"\0".join(a.astype(t).tobytes() for out in oracle.expected(shipped_expected.public_job("embeddings")).values()
                             for a in out.arrays.values() for t in (np.float64, np.float32))
         secret = settings().seed_secret
+        assert secret is not None  # the tests' GRADER_SEED_SECRET
         hidden_values = [array for f in GOLDEN
                          for out in oracle.expected(plan(rubric, tuple(hidden), submission_seed(_sha(f), secret))).values()
                          for array in out.arrays.values() if array.size >= 4 and array.tobytes() not in public]

@@ -20,6 +20,7 @@ from ..export.roster import Roster
 from ..load import LoadLimits
 from ..models import shown
 from ..rubric import Rubric, load_rubric
+from ..secret import folder_secret
 from ..session import Session
 from .identify import Keep, resolve
 from .layouts import Discovery, Entry, discover
@@ -89,8 +90,9 @@ def _discover_and_run(source: Path, results_dir: Path, loaded: Rubric, session: 
                                   ".zip that holds the students' notebooks")
         store = open_store(results_dir)
         try:
+            seed_secret = folder_secret(results_dir)  # the course's, kept with its results (grader.secret)
             return _run(found, store, loaded, session, backend, workers, force, keep, release or {}, on_start,
-                        on_done)
+                        on_done, seed_secret)
         finally:
             store.close()
     finally:
@@ -114,7 +116,7 @@ def open_store(results_dir: Path) -> SQLiteStore:
 
 def _run(found: Discovery, store: SQLiteStore, loaded: Rubric, session: Session, backend: str, workers: int | None,
          force: bool, keep: Keep, release: dict[str, str], on_start: Callable[[Discovery, int], None] | None,
-         on_done: Progress | None) -> BatchOutcome:
+         on_done: Progress | None, seed_secret: bytes) -> BatchOutcome:
     image = _image_id(backend)
     store.set_meta("rubric", loaded.model_dump_json())
     store.set_meta("layout", found.layout)
@@ -134,12 +136,14 @@ def _run(found: Discovery, store: SQLiteStore, loaded: Rubric, session: Session,
                 or force]
     if on_start is not None:
         on_start(found, len(todo))
-    _grade_all(todo, attempts, loaded, session, backend, workers or os.cpu_count() or 1, store, outcome, on_done)
+    _grade_all(todo, attempts, loaded, session, backend, workers or os.cpu_count() or 1, store, outcome, on_done,
+               seed_secret)
     return outcome
 
 
 def _grade_all(todo: list[tuple[Entry, str]], attempts: list[tuple[Entry, str]], rubric: Rubric, session: Session,
-               backend: str, workers: int, store: SQLiteStore, outcome: BatchOutcome, on_done: Progress | None) -> None:
+               backend: str, workers: int, store: SQLiteStore, outcome: BatchOutcome, on_done: Progress | None,
+               seed_secret: bytes) -> None:
     """Grade ``todo`` into the store, and ``attempts`` (older submissions, --keep all) into
     reports/attempts/ only: they do not count."""
     local = threading.local()
@@ -149,7 +153,7 @@ def _grade_all(todo: list[tuple[Entry, str]], attempts: list[tuple[Entry, str]],
 
     def grade_one(entry: Entry, key: str) -> StoredResult:
         if not hasattr(local, "grader"):
-            local.grader = session.grader(rubric, backend=backend, parallel=parallel)
+            local.grader = session.grader(rubric, backend=backend, parallel=parallel, seed_secret=seed_secret)
         base = dict(student_id=entry.student_id, cache_key=key, sha256=key.split(":")[0],
                     file_name=shown_name(entry.path.name, 255), name=entry.name, email=entry.email,
                     submitted_at=entry.submitted_at)

@@ -66,6 +66,16 @@ def service_command(args: argparse.Namespace) -> int:
     if args.data is not None and (problem := _data_problem(args.data)):
         print(f"error: --data {args.data}: {problem}", file=sys.stderr)
         return EXIT_USAGE
+    if not args.practice:  # official grading never starts on the public default seed secret
+        from ..secret import official
+        from ..settings import settings as environment
+
+        try:
+            if environment().seed_secret is not None:
+                official(environment().seed_secret)
+        except GraderError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return EXIT_USAGE
     common = dict(data_dir=args.data, database=args.database, broker=args.broker, backend=args.backend,
                   official=not args.practice)
     try:

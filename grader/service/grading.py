@@ -19,15 +19,17 @@ _sessions: dict[bool, Session] = {}
 _lock = threading.Lock()
 
 
-def grade_file(path: Path, rubric: Rubric, *, backend: str = "local", official: bool = True) -> GradeReport:
-    """Grade one submission file with ``rubric`` in a sandbox of ``backend`` ("local" or "docker").
+def grade_file(path: Path, rubric: Rubric, *, backend: str = "local", official: bool = True,
+               seed_secret: bytes | None = None) -> GradeReport:
+    """Grade one submission file with ``rubric`` in a sandbox of ``backend`` ("local" or "docker"),
+    the hidden checks' inputs drawn from ``seed_secret`` (the course's, grader.secret).
 
     Raises SubmissionError if the file cannot be read, GraderError for faults of the grading side."""
     with _lock:
         session = _sessions.get(official)
         if session is None:
             session = _sessions[official] = Session(official=official)
-    return session.grade(path, rubric, backend=backend)
+    return session.grader(rubric, backend=backend, seed_secret=seed_secret).grade(path)
 
 
 def close_graders() -> None:

@@ -26,6 +26,7 @@ from ..models import GradeReport, shown
 from ..rubric import Rubric
 from .database import Database
 from .grading import grade_file
+from .ops import seed_secret
 from .tables import Assignment, Grading, Submission, Worker, utcnow
 
 log = logging.getLogger("grader.service")
@@ -40,6 +41,7 @@ class Claimed:
     file_name: str
     rubric: Rubric
     requested_at: datetime
+    seed_secret: bytes | None  # the course's (grader.secret); None: refused (grading then says why)
 
 
 @dataclass(frozen=True)
@@ -77,7 +79,12 @@ def _claim(session: Session, submission_id: str, generation: int, worker: str) -
     assignment = session.get_one(Assignment, sub.assignment_id)
     session.execute(update(Submission).where(Submission.id == submission_id, Submission.generation == generation)
                     .values(status="grading", started_at=utcnow(), worker=worker))
-    return Claimed(sub.content, sub.file_name, Rubric.model_validate_json(assignment.rubric_json), sub.requested_at)
+    try:
+        key: bytes | None = seed_secret(session)
+    except GraderError:  # GRADER_SEED_SECRET is the public default: the grading refuses, with the fix
+        key = None
+    return Claimed(sub.content, sub.file_name, Rubric.model_validate_json(assignment.rubric_json), sub.requested_at,
+                   key)
 
 
 def _grade(claimed: Claimed, backend: str, official: bool) -> Verdict:
@@ -86,7 +93,8 @@ def _grade(claimed: Claimed, backend: str, official: bool) -> Verdict:
         path = folder / claimed.file_name
         path.write_bytes(claimed.content)
         try:
-            report = grade_file(path, claimed.rubric, backend=backend, official=official)
+            report = grade_file(path, claimed.rubric, backend=backend, official=official,
+                                seed_secret=claimed.seed_secret)
         except SubmissionError as e:
             return Verdict("invalid", shown(str(e)))
         except GraderError as e:

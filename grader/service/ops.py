@@ -29,7 +29,33 @@ from ..load import LoadLimits, load_submission
 from ..models import shown
 from ..rubric import Rubric, load_rubric
 from .schemas import AssignmentIn, AssignmentPatch, CourseIn, Policy
-from .tables import Assignment, Audit, Course, Grading, Override, Staff, Student, Submission, utcnow
+from .tables import Assignment, Audit, Course, Grading, Meta, Override, Staff, Student, Submission, utcnow
+
+SEED_SECRET_KEY = "service.seed_secret"
+
+
+def stored_secret(session: Session, key: str) -> bytes:
+    """A secret of the service kept in its store under ``key``: made once, on first use, by whichever
+    replica gets there first (the others read that one)."""
+    row = session.get(Meta, key)
+    if row is None:
+        try:
+            with session.begin_nested():
+                session.add(Meta(key=key, value=secrets.token_hex(32)))
+        except IntegrityError:  # another replica made it first
+            pass
+        row = session.get_one(Meta, key)
+    return row.value.encode()
+
+
+def seed_secret(session: Session) -> bytes:
+    """The course secret of the service's grading (grader.secret): GRADER_SEED_SECRET when set
+    (refused if it is the public default), else the one in the store. Never shown to anyone."""
+    from ..secret import official
+    from ..settings import settings
+
+    given = settings().seed_secret
+    return official(given) if given is not None else stored_secret(session, SEED_SECRET_KEY)
 
 # ---- credentials -------------------------------------------------------------------------------
 

@@ -25,11 +25,11 @@ from dataclasses import dataclass
 from typing import Literal
 
 from fastapi import Request, Response
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from ..auth import Principal
-from ..tables import Meta, Staff, Student
+from ..ops import stored_secret
+from ..tables import Staff, Student
 
 SESSION_COOKIE, CSRF_COOKIE = "grader_session", "grader_csrf"
 SESSION_MAX_AGE_S = 12 * 3600
@@ -42,15 +42,7 @@ def load_secret(session: Session) -> bytes:
     given = os.environ.get("GRADER_SESSION_SECRET", "")
     if given:
         return given.encode()
-    row = session.get(Meta, SECRET_KEY)
-    if row is None:
-        try:
-            with session.begin_nested():
-                session.add(Meta(key=SECRET_KEY, value=secrets.token_hex(32)))
-        except IntegrityError:  # another replica made it first
-            pass
-        row = session.get_one(Meta, SECRET_KEY)
-    return row.value.encode()
+    return stored_secret(session, SECRET_KEY)
 
 
 def _sign(secret: bytes, payload: str) -> str:
