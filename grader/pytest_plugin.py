@@ -290,11 +290,8 @@ class GradingSession:
         ok = passed == len(results)
         terminalreporter.write_line(f"{self.label}: {score:g}/{max_score:g} ({passed}/{len(results)} checks)",
                                     bold=True, green=ok, red=not ok)
-        if STUDENT:
+        if STUDENT or self.report.backend.label == "practice":
             terminalreporter.write_line(PRACTICE_NOTE)
-        elif self.report.backend.label == "practice":
-            terminalreporter.write_line("practice run (local backend): the official grade comes from the "
-                                        "course's Docker sandbox")
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         if self._session is not None:
