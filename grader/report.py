@@ -90,7 +90,7 @@ def render(report: GradeReport, console: Console, *, staff: bool = False, releas
     console.print(table)
     if partial:
         unseen = [*not_shown, *not_run]
-        practice = report.backend.label == "practice"
+        practice = report.backend.label == "practice" or bool(not_run)  # not the score the gradebook gets
         words = coverage(score, max_score, len(checks), len(unseen), sum(p for _v, p in unseen), report.max_score +
                          sum(p for _v, p in not_run), practice=[v for v, _p in unseen] if practice else None,
                          ran=not not_run, public=all(c.visibility == "visible" for c in checks))
