@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from .cliargs import NOT_IN_STUDENT_PACKAGE, backend, refused
+from .deps import dependencies_checked
 from .edition import BACKENDS, STUDENT
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -112,6 +113,7 @@ def build_parser(grade_only: bool = False) -> argparse.ArgumentParser:
     return parser
 
 
+@dependencies_checked
 def main(argv: list[str] | None = None, *, use_daemon: bool = True) -> int:
     # Before numpy loads: the grader's own numpy work is small, and OpenBLAS's idle threads spin
     # on the cores the sandboxes need (the sandboxes themselves get one thread: sandbox/local.py).

@@ -41,6 +41,7 @@ class GradeRequest(Record):
     module_name: str = ""  # tito: what to type to run it again
     columns: int = 80
     color: bool = False
+    encoding: str = "utf-8"  # what the terminal can print: anything else is replaced with plain text
 
 
 class Consoles:
@@ -61,9 +62,11 @@ class Consoles:
     def _make(self, stream: TextIO, soft_wrap: bool) -> Console:
         from rich.console import Console
 
+        from .client import PrintableStream
+
         request = self._request
-        return Console(file=stream, width=request.columns, force_terminal=request.color,
-                       color_system="auto" if request.color else None, soft_wrap=soft_wrap)
+        return Console(file=PrintableStream(stream, request.encoding), width=request.columns,  # type: ignore[arg-type]
+                       force_terminal=request.color, color_system="auto" if request.color else None, soft_wrap=soft_wrap)
 
 
 def _import_renderer() -> None:

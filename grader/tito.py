@@ -31,6 +31,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from .cliargs import NOT_IN_STUDENT_PACKAGE, backend, refused
+from .deps import dependencies_checked
 from .edition import BACKENDS, STUDENT
 
 if TYPE_CHECKING:
@@ -224,7 +225,10 @@ def _display_path(path: Path) -> str:
 def _errors() -> Console:
     from rich.console import Console
 
-    return Console(stderr=True, soft_wrap=True)  # one line per error: the terminal wraps it, greps find it
+    from .client import PrintableStream, encoding_of
+
+    # one line per error: the terminal wraps it, greps find it
+    return Console(file=PrintableStream(sys.stderr, encoding_of(sys.stderr)), soft_wrap=True)  # type: ignore[arg-type]
 
 
 # ---- the entry point ----------------------------------------------------------------------------
@@ -240,6 +244,7 @@ def standalone_parser() -> argparse.ArgumentParser:
     return parser
 
 
+@dependencies_checked
 def main(argv: Sequence[str] | None = None, *, use_daemon: bool = True) -> int:
     """The ``tito`` console script: upstream's tito with ``tito test --module``; see the module docstring."""
     args = list(sys.argv[1:] if argv is None else argv)

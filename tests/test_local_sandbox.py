@@ -195,7 +195,7 @@ def test_waiting_for_background_work_while_it_is_being_started_joins_it(monkeypa
             time.sleep(0.3)  # the window in which ``wait`` used to see a thread not yet started
             super().start()
 
-    monkeypatch.setattr(process.threading, "Thread", SlowStart)
+    monkeypatch.setattr("grader.sandbox.process.threading.Thread", SlowStart)
     background = process.Background()
 
     def wait() -> None:

@@ -198,12 +198,12 @@ def run_student(tree: Path, *args: str | Path, cwd: Path) -> subprocess.Complete
 
 
 def test_the_student_help_offers_only_what_the_student_package_does(student_tree: Path, tmp_path: Path) -> None:
-    for command in (("grader.tito", "test", "--help"), ("grader.cli", "grade", "--help")):
-        shown = run_student(student_tree, *command, cwd=tmp_path)
+    for helped in (("grader.tito", "test", "--help"), ("grader.cli", "grade", "--help")):
+        shown = run_student(student_tree, *helped, cwd=tmp_path)
         assert shown.returncode == 0, shown.stderr
         for offered in ("--hidden", "docker", "--staff", "--seed", "--due-date", "--publish-date"):
-            assert offered not in shown.stdout, (command, offered)
-    refusals = {
+            assert offered not in shown.stdout, (helped, offered)
+    refusals: dict[tuple[str | Path, ...], str] = {
         ("grader.tito", "test", "--module", "embeddings", "--hidden"): "--hidden: the hidden checks are not in the "
                                                                         "student package",
         ("grader.tito", "test", "--module", "embeddings", "--backend", "docker"): "'docker': the Docker sandbox is the "
