@@ -66,8 +66,10 @@ def _usable(folder: Path) -> Path:
     temporary = Path(tempfile.mkdtemp(prefix="tinytorch-grader-cache-"))  # mode 0700
     _TEMPORARY.add(temporary)
     atexit.register(shutil.rmtree, temporary, True)
-    print(f"note: the grader's cache folder {folder} cannot be used ({reason}); this run keeps its cache in a "
-          f"temporary folder instead (set GRADER_CACHE to a writable folder to keep it between runs)", file=sys.stderr)
+    note = (f"note: the grader's cache folder {folder} cannot be used ({reason}); this run keeps its cache in a "
+            f"temporary folder instead (set GRADER_CACHE to a writable folder to keep it between runs)")
+    encoding = getattr(sys.stderr, "encoding", None) or "utf-8"  # an ASCII terminal too
+    print(note.encode(encoding, "replace").decode(encoding), file=sys.stderr)
     return temporary
 
 

@@ -71,6 +71,9 @@ def test_the_public_rubric_keeps_exactly_the_visible_checks() -> None:
     kept = tomllib.loads(public_rubric(text))["checks"]
     assert [c["id"] for c in kept] == [c.id for c in load_rubric().checks if c.public]
     assert {c.get("visibility", "visible") for c in kept} == {"visible"}
+    # what the others are worth stays, so that a student's total can say what it does not cover
+    left_out = [(c.visibility, c.points) for c in load_rubric().checks if not c.public]
+    assert [(w["visibility"], w["points"]) for w in tomllib.loads(public_rubric(text))["withheld"]] == left_out
 
 
 # ---- the wheel itself (slow: builds it, installs it into a fresh environment) ------------------------
