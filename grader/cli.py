@@ -7,6 +7,8 @@ import os
 import sys
 from pathlib import Path
 
+from .cliargs import NOT_IN_STUDENT_PACKAGE, backend, refused
+from .deps import dependencies_checked
 from .edition import BACKENDS, STUDENT
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -53,13 +55,23 @@ def build_parser(grade_only: bool = False) -> argparse.ArgumentParser:
     g.add_argument("paths", nargs="+", type=Path, help=".ipynb notebooks or jupytext percent .py files")
     g.add_argument("--rubric", type=Path, help="rubric .toml (default: the installed course module's)")
     g.add_argument("--module", metavar="NAME", help="the course module to grade, when several are installed")
-    g.add_argument("--backend", choices=BACKENDS, default="local",
-                   help="local: practice isolation; docker: the official sandbox")
+    if STUDENT:  # the student package has the public checks alone, and the local sandbox alone
+        g.add_argument("--backend", type=backend, default="local", help=argparse.SUPPRESS)
+    else:
+        g.add_argument("--backend", choices=BACKENDS, default="local",
+                       help="local: practice isolation; docker: the official sandbox")
     g.add_argument("--json", type=Path, metavar="FILE", help="also write the score report(s) as JSON")
-    g.add_argument("--public-only", action="store_true", help="run only the visible checks")
-    g.add_argument("--seed", type=natural, help="seed for the inputs of non-visible checks (0 or more)")
-    g.add_argument("--staff", action="store_true", help="show every check with its full details, hidden ones too")
-    add_release_options(g)
+    g.add_argument("--public-only", action="store_true",
+                   help="run only the visible checks" + (" (the student package has no others)" if STUDENT else ""))
+    if STUDENT:
+        g.set_defaults(seed=None, staff=False, due_date=None, publish_date=None)
+        for option in ("--seed", "--staff", "--due-date", "--publish-date"):
+            g.add_argument(option, action=refused(NOT_IN_STUDENT_PACKAGE[option]), nargs=0 if option == "--staff" else None,
+                           dest=f"refused_{option[2:]}", help=argparse.SUPPRESS)
+    else:
+        g.add_argument("--seed", type=natural, help="seed for the inputs of non-visible checks (0 or more)")
+        g.add_argument("--staff", action="store_true", help="show every check with its full details, hidden ones too")
+        add_release_options(g)
     if not STUDENT:  # the staff tools are not in the student package
         b = sub.add_parser("batch", help="grade a whole class: a folder, nbgrader submitted/, a Gradescope export, or a .zip")
         b.add_argument("source", type=Path, help="folder or .zip of submissions")
@@ -101,6 +113,7 @@ def build_parser(grade_only: bool = False) -> argparse.ArgumentParser:
     return parser
 
 
+@dependencies_checked
 def main(argv: list[str] | None = None, *, use_daemon: bool = True) -> int:
     # Before numpy loads: the grader's own numpy work is small, and OpenBLAS's idle threads spin
     # on the cores the sandboxes need (the sandboxes themselves get one thread: sandbox/local.py).

@@ -76,3 +76,41 @@ def _int(text: str, what: str) -> int:
         return int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number ({what})") from None
+
+
+# What the student package (tinytorch-grader-student) leaves out, and why an option that asks for it is refused.
+NOT_IN_STUDENT_PACKAGE = {
+    "--hidden": "the hidden checks are not in the student package: they run only in the official grading",
+    "--staff": "the student package has only the public checks, and shows each of them in full already",
+    "--seed": "it seeds the inputs of the hidden checks, which are not in the student package",
+    "--due-date": "the checks released after a date are not in the student package: they run only in the official "
+                  "grading",
+    "--publish-date": "the checks released after a date are not in the student package: they run only in the "
+                      "official grading",
+}
+
+
+def refused(reason: str) -> type[argparse.Action]:
+    """An argparse action that refuses its option, saying why (argparse's usage line, then
+    "error: --hidden: ...", exit 2): for the options of the staff package that the student package has
+    no use for, which its help leaves out."""
+
+    class Refused(argparse.Action):
+        def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object,
+                     option_string: str | None = None) -> None:
+            parser.error(f"{option_string}: {reason}")
+
+    return Refused
+
+
+def backend(text: str) -> str:
+    """A sandbox backend this package has: the student package refuses ``docker`` saying why."""
+    from .edition import BACKENDS
+
+    if text in BACKENDS:
+        return text
+    if text == "docker":
+        raise argparse.ArgumentTypeError("'docker': the Docker sandbox is the official grading's, part of the staff "
+                                         "package (tinytorch-grader); this package grades in the local sandbox: "
+                                         "leave --backend out")
+    raise argparse.ArgumentTypeError(f"{text!r} is not a backend: give {' or '.join(BACKENDS)}")

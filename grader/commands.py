@@ -41,6 +41,7 @@ class GradeRequest(Record):
     module_name: str = ""  # tito: what to type to run it again
     columns: int = 80
     color: bool = False
+    encoding: str = "utf-8"  # what the terminal can print: anything else is replaced with plain text
 
 
 class Consoles:
@@ -61,9 +62,11 @@ class Consoles:
     def _make(self, stream: TextIO, soft_wrap: bool) -> Console:
         from rich.console import Console
 
+        from .client import PrintableStream
+
         request = self._request
-        return Console(file=stream, width=request.columns, force_terminal=request.color,
-                       color_system="auto" if request.color else None, soft_wrap=soft_wrap)
+        return Console(file=PrintableStream(stream, request.encoding), width=request.columns,  # type: ignore[arg-type]
+                       force_terminal=request.color, color_system="auto" if request.color else None, soft_wrap=soft_wrap)
 
 
 def _import_renderer() -> None:
@@ -115,14 +118,10 @@ def _grade(request: GradeRequest, session: Session, consoles: Consoles) -> int:
             from .report import render
 
             reports.append(outcome)
-            render(outcome, consoles.out, staff=request.staff, release=release)
+            render(outcome, consoles.out, staff=request.staff, release=release, rubric=grader.rubric)
     except GraderError as e:  # the rubric or the sandbox itself: no file can be graded
         _error(consoles.err, str(e))
         bad_input = True
-    from .edition import PRACTICE_NOTE, STUDENT
-
-    if STUDENT and reports:
-        consoles.out.print(f"[dim]{PRACTICE_NOTE}[/]")
     if request.json_out and reports:  # the reports of the files that were graded, whatever happened to the others
         from .report import write_json
 
@@ -167,14 +166,15 @@ def _tito(request: GradeRequest, session: Session, console: Console, errors: Con
     except GraderError as e:
         _error(errors, str(e))
         return EXIT_USAGE
-    render(report, console, staff=hidden)
+    render(report, console, staff=hidden, rubric=grader.rubric)
     passed = sum(c.status == "passed" for c in report.checks)
     total = len(report.checks)
     points = f"{report.score:g}/{report.max_score:g} points"
+    kind = "public checks" if all(c.visibility == "visible" for c in report.checks) else "checks"  # not every check
     if report.all_passed:
-        console.print(Panel(f"✅ [bold green]All {total} checks passed[/] ({points})", border_style="green"))
+        console.print(Panel(f"✅ [bold green]All {total} {kind} passed[/] ({points})", border_style="green"))
         return EXIT_OK
-    console.print(Panel(f"❌ [bold red]{total - passed} of {total} checks did not pass[/] ({points})\n"
+    console.print(Panel(f"❌ [bold red]{total - passed} of {total} {kind} did not pass[/] ({points})\n"
                         f"[dim]Read the feedback above, fix your code, and run tito test --module "
                         f"{escape(request.module_name or grader.rubric.module)} again.[/]", border_style="red"))
     return EXIT_FAILED

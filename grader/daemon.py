@@ -46,9 +46,10 @@ _PACKAGE = Path(__file__).resolve().parent
 
 
 def enabled() -> bool:
+    from .paths import cache_is_temporary
     from .settings import settings
 
-    return settings().daemon
+    return settings().daemon and not cache_is_temporary()  # a socket in a temporary cache is never found again
 
 
 def socket_path() -> Path:
@@ -91,8 +92,10 @@ def run(request: dict[str, object]) -> int | None:
             reply = _receive(sock)
     except (OSError, ValueError):
         return None
-    sys.stdout.write(str(reply["stdout"]))
-    sys.stderr.write(str(reply["stderr"]))
+    from .client import write_out
+
+    write_out(str(reply["stdout"]), sys.stdout)
+    write_out(str(reply["stderr"]), sys.stderr)
     sys.stdout.flush()
     code = reply["exit"]
     return code if isinstance(code, int) else 2

@@ -354,7 +354,7 @@ def _lock_path() -> Path:
 @contextlib.contextmanager
 def _lock(path: Path, say: Progress) -> Iterator[None]:
     """One image build at a time on this machine (per cache directory)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     with os.fdopen(fd, "r+") as f:
         try:

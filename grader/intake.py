@@ -62,6 +62,8 @@ def read_submission(path: str | os.PathLike[str], targets: Sequence[str],
         shutdown()
     if "error" in reply:
         raise SubmissionError(str(reply["error"]))
+    if reply.get("missing"):  # the entry point says which dependency to install (grader/deps.py)
+        raise ModuleNotFoundError(f"No module named {reply['missing']!r}", name=str(reply["missing"]))
     if "internal" in reply:
         raise GraderError(f"{name}: internal grader error while reading it, please report it: {reply['internal']}")
     return Intake(Submission.model_validate(reply["submission"]), StudentModule.model_validate(reply["module"]))
@@ -270,6 +272,8 @@ def _answer(path: str, targets: Sequence[str], limits: LoadLimits) -> dict[str, 
                          "is something in it built to be expensive to parse?"}
     except RecursionError:
         return {"retire": True, "error": f"{name}: nested too deeply to be read"}
+    except ModuleNotFoundError as e:  # the install lacks a dependency: raised again in the grading process
+        return {"retire": True, "missing": e.name or "", "internal": f"{type(e).__name__}: {str(e)[:300]}"}
     except Exception as e:  # a fault of the grader on this input: reported as such, never scored
         return {"retire": True, "internal": f"{type(e).__name__}: {str(e)[:300]}"}
 

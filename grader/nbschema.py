@@ -15,15 +15,13 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from .errors import SubmissionError
-
 LATEST_MINOR = 5
 
 
 def _schema_path(minor: int) -> Path:
     spec = importlib.util.find_spec("nbformat")
-    if spec is None or not spec.submodule_search_locations:
-        raise SubmissionError("nbformat is not installed; pip install nbformat")
+    if spec is None or not spec.submodule_search_locations:  # the grader's install, not the notebook, is at fault
+        raise ModuleNotFoundError("No module named 'nbformat'", name="nbformat")
     return Path(next(iter(spec.submodule_search_locations))) / "v4" / f"nbformat.v4.{minor}.schema.json"
 
 
@@ -39,8 +37,9 @@ def validate_v4(nb: dict[str, Any]) -> str | None:
     """None if ``nb`` is a schema-valid v4 notebook, else a one-line reason."""
     minor = nb.get("nbformat_minor")
     minor = min(minor, LATEST_MINOR) if isinstance(minor, int) and minor >= 0 else LATEST_MINOR
+    validator = _validator(minor)  # a missing fastjsonschema or nbformat is the install's fault, not the notebook's
     try:
-        _validator(minor)(nb)
+        validator(nb)
     except RecursionError:
         return "nested too deeply"
     except Exception as e:  # fastjsonschema.JsonSchemaValueException, without importing it eagerly

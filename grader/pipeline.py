@@ -53,7 +53,7 @@ class Grader:
         self.rules, self.probes = unit.judge_rules(), unit.load_probes()
         self.public_only, self.seed, self.limits = public_only, seed, limits
         self.parallel = parallel  # checks of one submission run at once (default: the plan's, up to 2)
-        expected_cache_dir().mkdir(parents=True, exist_ok=True)  # exists before any sandbox, so it is hidden
+        expected_cache_dir().mkdir(mode=0o700, parents=True, exist_ok=True)  # exists before any sandbox, so it is hidden
 
     def start(self) -> None:
         """Warm up the sandbox and the reference worker before the first ``grade``."""

@@ -59,7 +59,8 @@ OPTIONS = (
     ("--rubric", "grade_rubric", "RUBRIC",
      "rubric to grade with: an installed rubric's id (ID or ID@sha256:HEX), or a .toml file on the command line "
      "only (default: the bundled rubric of the module)"),
-    ("--backend", "grade_backend", "NAME", "sandbox: local (practice run, the default) or docker (official)"),
+    ("--backend", "grade_backend", "NAME", "sandbox: local (practice run, the default)" + ("" if STUDENT else
+                                                                                        " or docker (official)")),
 )
 
 
@@ -180,7 +181,9 @@ def _rubric_choice(value: _Value) -> tuple[Path | None, str | None]:
 
 def _validate_backend(value: str, where: str) -> str:
     if value not in BACKENDS:
-        raise pytest.UsageError(f"invalid backend {value!r} from {where}: choose {' or '.join(BACKENDS)}")
+        why = (": the Docker sandbox is the official grading's, part of the staff package (tinytorch-grader)"
+               if STUDENT and value == "docker" else "")
+        raise pytest.UsageError(f"invalid backend {value!r} from {where}{why}: choose {' or '.join(BACKENDS)}")
     return value
 
 
@@ -290,11 +293,8 @@ class GradingSession:
         ok = passed == len(results)
         terminalreporter.write_line(f"{self.label}: {score:g}/{max_score:g} ({passed}/{len(results)} checks)",
                                     bold=True, green=ok, red=not ok)
-        if STUDENT:
+        if STUDENT or self.report.backend.label == "practice":
             terminalreporter.write_line(PRACTICE_NOTE)
-        elif self.report.backend.label == "practice":
-            terminalreporter.write_line("practice run (local backend): the official grade comes from the "
-                                        "course's Docker sandbox")
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         if self._session is not None:

@@ -173,7 +173,7 @@ class ReferenceOracle:
 
     def _compute(self, job: Job) -> Path:
         """Run ``job`` on the reference; the directory that holds its ``out``."""
-        expected_cache_dir().mkdir(parents=True, exist_ok=True)
+        expected_cache_dir().mkdir(mode=0o700, parents=True, exist_ok=True)
         os.chmod(expected_cache_dir(), 0o700)
         work = Path(tempfile.mkdtemp(prefix=".job-", dir=expected_cache_dir()))
         (work / "job.json").write_text(job.model_dump_json(), encoding="utf-8")

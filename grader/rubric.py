@@ -78,6 +78,15 @@ class CheckSpec(Record):
         return None
 
 
+class Withheld(Record):
+    """A check of the course's full rubric that this copy leaves out: the student package's rubric
+    keeps only the public checks (grader/dist/build.py) and lists here what the others are, no more
+    than a student's report already says of them: their visibility and their points."""
+
+    visibility: Visibility
+    points: float = Field(ge=0)
+
+
 class Rubric(Record):
     schema_version: int
     id: str
@@ -96,6 +105,7 @@ class Rubric(Record):
     # Score behaviour the assignment never asked for (found only in the official solution); off by
     # default, when it is a 0-point note. A check's own ``score_unasked`` wins.
     score_unasked: bool = False
+    withheld: tuple[Withheld, ...] = ()  # checks this copy leaves out (the student package's rubric)
 
     @model_validator(mode="after")
     def _dates(self) -> Rubric:

@@ -30,7 +30,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from .edition import BACKENDS
+from .cliargs import NOT_IN_STUDENT_PACKAGE, backend, refused
+from .deps import dependencies_checked
+from .edition import BACKENDS, STUDENT
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -71,16 +73,19 @@ class GradeTestCommand:
             self._upstream.add_arguments(parser)
         else:  # so that `tito test 11` gets a helpful answer rather than "unrecognized arguments"
             parser.add_argument("module", nargs="?", help=argparse.SUPPRESS)
-        group = parser.add_argument_group("grading (tinytorch-grader)")
+        group = parser.add_argument_group(f"grading ({'tinytorch-grader-student' if STUDENT else 'tinytorch-grader'})")
         options: list[tuple[tuple[str, ...], dict[str, Any]]] = [
             (("--module",), dict(dest="grade_module", metavar="MODULE",
                                  help="grade your work for this module: its number, name, or NN_name")),
             (("--notebook",), dict(dest="grade_notebook", metavar="PATH", type=Path,
                                    help="grade this notebook or .py file instead of the one found in modules/")),
             (("--hidden",), dict(dest="grade_hidden", action="store_true",
-                                 help="also run the hidden checks and show their full feedback (staff)")),
+                                 help="also run the hidden checks and show their full feedback (staff)")
+             if not STUDENT else dict(dest="grade_hidden", nargs=0, action=refused(NOT_IN_STUDENT_PACKAGE["--hidden"]),
+                                      default=False, help=argparse.SUPPRESS)),
             (("--backend",), dict(dest="grade_backend", choices=BACKENDS, default="local",
-                                  help="local: practice run (default); docker: the official sandbox")),
+                                  help="local: practice run (default); docker: the official sandbox")
+             if not STUDENT else dict(dest="grade_backend", type=backend, default="local", help=argparse.SUPPRESS)),
             (("--rubric",), dict(dest="grade_rubric", metavar="TOML", type=Path,
                                  help="rubric .toml (default: the bundled rubric of the module)")),
             (("--verbose",), dict(dest="grade_verbose", action="store_true",
@@ -220,7 +225,10 @@ def _display_path(path: Path) -> str:
 def _errors() -> Console:
     from rich.console import Console
 
-    return Console(stderr=True, soft_wrap=True)  # one line per error: the terminal wraps it, greps find it
+    from .client import PrintableStream, encoding_of
+
+    # one line per error: the terminal wraps it, greps find it
+    return Console(file=PrintableStream(sys.stderr, encoding_of(sys.stderr)), soft_wrap=True)  # type: ignore[arg-type]
 
 
 # ---- the entry point ----------------------------------------------------------------------------
@@ -236,6 +244,7 @@ def standalone_parser() -> argparse.ArgumentParser:
     return parser
 
 
+@dependencies_checked
 def main(argv: Sequence[str] | None = None, *, use_daemon: bool = True) -> int:
     """The ``tito`` console script: upstream's tito with ``tito test --module``; see the module docstring."""
     args = list(sys.argv[1:] if argv is None else argv)

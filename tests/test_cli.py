@@ -92,10 +92,12 @@ def test_students_see_nothing_of_hidden_or_unreleased_checks_and_the_total_says_
     student = grader("grade", bug)
     assert student.returncode == 1
     assert "grad_batch " not in student.stdout and "layer_sin_values " not in student.stdout
-    assert "checks shown here" in student.stdout and "the gradebook gets the score on all 30 checks, out of 100" in \
-        " ".join(student.stdout.split())
+    assert ("on the public checks; 1 hidden check and 1 check released after the due date (6 points) count only in "
+            "the official grading") in " ".join(student.stdout.split())
     released = grader("grade", bug, "--due-date", "2000-01-01")
     assert "layer_sin_values " in released.stdout and "grad_batch " not in released.stdout
+    assert "on the released checks; 1 hidden check (3 points) counts only in the official grading" in \
+        " ".join(released.stdout.split())
     staff = grader("grade", bug, "--staff")
     assert "grad_batch " in staff.stdout and "checks shown" not in staff.stdout
     bad = grader("grade", bug, "--due-date", "soon")

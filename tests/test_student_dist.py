@@ -71,6 +71,9 @@ def test_the_public_rubric_keeps_exactly_the_visible_checks() -> None:
     kept = tomllib.loads(public_rubric(text))["checks"]
     assert [c["id"] for c in kept] == [c.id for c in load_rubric().checks if c.public]
     assert {c.get("visibility", "visible") for c in kept} == {"visible"}
+    # what the others are worth stays, so that a student's total can say what it does not cover
+    left_out = [(c.visibility, c.points) for c in load_rubric().checks if not c.public]
+    assert [(w["visibility"], w["points"]) for w in tomllib.loads(public_rubric(text))["withheld"]] == left_out
 
 
 # ---- the wheel itself (slow: builds it, installs it into a fresh environment) ------------------------
@@ -177,3 +180,55 @@ def _npy(data: bytes) -> np.ndarray:
     import io
 
     return np.asarray(np.load(io.BytesIO(data), allow_pickle=False))
+
+
+# ---- the student edition's command lines, run from a staged tree (fast: no wheel) -----------------------
+
+
+@pytest.fixture(scope="module")
+def student_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from grader.dist.build import stage_student_tree
+
+    return stage_student_tree(tmp_path_factory.mktemp("student-tree") / "src")
+
+
+def run_student(tree: Path, *args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+    import os
+    import sys
+
+    env = {**os.environ, "PYTHONPATH": str(tree), "GRADER_NO_DAEMON": "1", "COLUMNS": "100"}
+    return subprocess.run([sys.executable, "-P", "-m", *map(str, args)], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=300)
+
+
+def test_the_student_help_offers_only_what_the_student_package_does(student_tree: Path, tmp_path: Path) -> None:
+    for helped in (("grader.tito", "test", "--help"), ("grader.cli", "grade", "--help")):
+        shown = run_student(student_tree, *helped, cwd=tmp_path)
+        assert shown.returncode == 0, shown.stderr
+        for offered in ("--hidden", "docker", "--staff", "--seed", "--due-date", "--publish-date"):
+            assert offered not in shown.stdout, (helped, offered)
+    refusals: dict[tuple[str | Path, ...], str] = {
+        ("grader.tito", "test", "--module", "embeddings", "--hidden"): "--hidden: the hidden checks are not in the "
+                                                                        "student package",
+        ("grader.tito", "test", "--module", "embeddings", "--backend", "docker"): "'docker': the Docker sandbox is the "
+                                                                                   "official grading's",
+        ("grader.cli", "grade", SUBMISSIONS / "correct_tinytorch.ipynb", "--backend", "docker"): "part of the staff "
+                                                                                                  "package",
+        ("grader.cli", "grade", SUBMISSIONS / "correct_tinytorch.ipynb", "--staff"): "--staff: the student package has "
+                                                                                     "only the public checks",
+    }
+    for command, why in refusals.items():
+        refused = run_student(student_tree, *command, cwd=tmp_path)
+        assert refused.returncode == 2 and why in refused.stderr and "Traceback" not in refused.stderr, command
+
+
+def test_the_student_total_and_footer_say_one_thing(student_tree: Path, tmp_path: Path) -> None:
+    run = run_student(student_tree, "grader.tito", "test", "--module", "embeddings", "--notebook",
+                      SUBMISSIONS / "correct_tinytorch.ipynb", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    out = " ".join(run.stdout.split())
+    assert ("94/94 on the public checks; 1 hidden check and 1 check released after the due date (6 points) run only "
+            "in the official grading") in out
+    assert ("practice run: the public checks, compared with the expected outputs shipped with the student package; "
+            "your official grade comes from the course staff") in out
+    assert "Docker" not in out

@@ -169,7 +169,7 @@ def test_module_is_found_and_graded_with_the_public_checks(tmp_path: Path) -> No
     out = " ".join(run.stdout.split())  # rich wraps long lines
     assert "Grading module 11 embeddings: modules/11_embeddings/11_embeddings.ipynb" in out
     assert "emb_lookup ✔ passed 9/9" in out and "grad_batch ✔" not in out  # hidden checks need --hidden
-    assert "All 28 checks passed (94/94 points)" in out and "practice run" in out
+    assert "All 28 public checks passed (94/94 points)" in out and "practice run" in out
     assert "STUB-UPSTREAM" not in run.stdout  # answered without running upstream's CLI
 
 
@@ -178,7 +178,7 @@ def test_through_upstreams_main_the_registered_command_grades(tmp_path: Path) ->
     run = tito("--verbose", "test", "--module", "11", cwd=checkout / "modules" / "11_embeddings")
     assert run.returncode == 0, run.stderr
     assert "STUB-UPSTREAM banner" in run.stdout  # upstream's main parsed the command line and dispatched
-    assert "All 28 checks passed" in " ".join(run.stdout.split())
+    assert "All 28 public checks passed" in " ".join(run.stdout.split())
 
 
 def test_a_buggy_notebook_exits_1_with_feedback_and_hidden_adds_the_staff_checks(tmp_path: Path) -> None:
@@ -188,7 +188,7 @@ def test_a_buggy_notebook_exits_1_with_feedback_and_hidden_adds_the_staff_checks
     out = " ".join(run.stdout.split())
     assert "grad_accumulate ✘ failed 0/8" in out
     assert "Likely cause: row 0 received 1x the gradient instead of 2x" in out
-    assert "2 of 28 checks did not pass (83/94 points)" in out
+    assert "2 of 28 public checks did not pass (83/94 points)" in out
 
     staff = tito("test", "--module", "11_embeddings", "--hidden", cwd=checkout)
     assert staff.returncode == 1, staff.stderr
@@ -236,7 +236,7 @@ def test_without_tinytorch_the_command_still_works_on_its_own(tmp_path: Path) ->
     notebook = shutil.copyfile(SUBMISSIONS / "correct_alt_style.ipynb", tmp_path / "mine.ipynb")
     run = tito("test", "--module", "embeddings", "--notebook", notebook, cwd=tmp_path)
     assert run.returncode == 0, run.stderr
-    assert "All 28 checks passed" in " ".join(run.stdout.split())
+    assert "All 28 public checks passed" in " ".join(run.stdout.split())
     positional = tito("test", "11", cwd=tmp_path)
     assert positional.returncode == 2 and "tito test --module NAME" in " ".join(positional.stderr.split())
     other = tito("status", cwd=tmp_path)
@@ -261,7 +261,7 @@ def test_upstreams_script_grades_without_running_upstreams_cli(tmp_path: Path) -
     assert run.returncode == 0, run.stderr
     out = " ".join(run.stdout.split())
     assert "Grading module 11 embeddings: modules/11_embeddings/11_embeddings.ipynb" in out
-    assert "All 28 checks passed (94/94 points)" in out
+    assert "All 28 public checks passed (94/94 points)" in out
     assert "STUB-UPSTREAM" not in run.stdout  # upstream's tito.main was not executed
 
 
@@ -275,7 +275,7 @@ def test_upstreams_script_keeps_its_own_commands_and_gains_the_option(tmp_path: 
     assert "--all" in helped and helped.count("\n  --module MODULE") == 1
     routed = upstream_tito("--verbose", "test", "--module", "11", cwd=checkout, checkout=checkout)
     assert routed.returncode == 0, routed.stderr
-    assert "STUB-UPSTREAM banner" in routed.stdout and "All 28 checks passed" in " ".join(routed.stdout.split())
+    assert "STUB-UPSTREAM banner" in routed.stdout and "All 28 public checks passed" in " ".join(routed.stdout.split())
 
 
 def test_other_processes_of_the_environment_see_upstreams_tito_untouched(tmp_path: Path) -> None:
@@ -286,3 +286,69 @@ def test_other_processes_of_the_environment_see_upstreams_tito_untouched(tmp_pat
     run = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, timeout=60,
                          env={**os.environ, "PYTHONPATH": str(checkout)})
     assert run.stdout.split() == ["SourceFileLoader", "False", "False"], run.stderr
+
+
+# ---- what the output says (issue 22) -------------------------------------------------------------
+
+
+def test_the_total_says_which_checks_it_leaves_to_the_official_grading(tmp_path: Path) -> None:
+    """94/94 is not full marks: the line under the table says what the public-only run left out,
+    and the footer names one giver of the official grade."""
+    run = tito("test", "--module", "embeddings", cwd=make_checkout(tmp_path))
+    assert run.returncode == 0, run.stderr
+    out = " ".join(run.stdout.split())
+    assert ("94/94 on the public checks; 1 hidden check and 1 check released after the due date (6 points) run only "
+            "in the official grading") in out
+    assert "All 28 public checks passed (94/94 points)" in out
+    assert out.count("official grade comes from") == 1 and "official grade comes from the course's" not in out
+    staff = tito("test", "--module", "embeddings", "--hidden", cwd=make_checkout(tmp_path / "staff"))
+    assert "official grading" not in staff.stdout and "All 30 checks passed (100/100 points)" in \
+        " ".join(staff.stdout.split())
+
+
+def untouched_starter(path: Path) -> Path:
+    """The starter notebook before any work: every target's body is the starter's raise."""
+    import json
+    import re
+
+    nb = json.loads((SUBMISSIONS / "bug_unfinished_starter.ipynb").read_text(encoding="utf-8"))
+    for cell in nb["cells"]:
+        source = "".join(cell["source"])
+        m = re.search(r"^(class (Embedding|PositionalEncoding|EmbeddingLayer)\b.*?:|"
+                      r"def create_sinusoidal_embeddings\(.*?\).*?:)\n", source, re.M | re.S)
+        if cell["cell_type"] == "code" and m:
+            cell["source"] = source[:m.end()] + '    """TODO"""\n    # YOUR CODE HERE\n    raise NotImplementedError()\n'
+            cell["outputs"] = []
+    path.write_text(json.dumps(nb), encoding="utf-8")
+    return path
+
+
+def test_an_untouched_starter_names_each_part_not_started_once(tmp_path: Path) -> None:
+    notebook = untouched_starter(tmp_path / "starter.ipynb")
+    run = tito("test", "--module", "embeddings", "--notebook", notebook, cwd=tmp_path)
+    assert run.returncode == 1, run.stderr
+    out = " ".join(run.stdout.split())
+    assert out.count("NotImplementedError() is still there") == 4 and "Traceback" not in run.stdout + run.stderr
+    assert ("Not started yet: PositionalEncoding (the starter's raise NotImplementedError() is still there in the cell "
+            "starting `class PositionalEncoding:`). It blocks 6 checks: pe_broadcast, pe_too_long, pe_bad_shape, "
+            "pe_grad, pe_init, pe_start_pos") in out
+    assert "It blocks 3 checks: sin_pos0, sin_values, sin_fixed" in out
+    assert "Called:" not in out  # no per-check feedback repeats the cause
+    assert "28 of 28 public checks did not pass (0/94 points)" in out
+    assert len(run.stdout.splitlines()) < 120
+
+
+def test_what_stops_the_notebook_from_running_comes_before_the_table(tmp_path: Path) -> None:
+    from .conftest import code_cells, write_notebook
+
+    cells = code_cells(SUBMISSIONS / "correct_tinytorch.ipynb")
+    at = next(i for i, c in enumerate(cells) if "class PositionalEncoding" in c)
+    cells[at] = cells[at].replace("def forward", "def forward(:", 1)
+    notebook = write_notebook(tmp_path / "typo.ipynb", cells)
+    run = tito("test", "--module", "embeddings", "--notebook", notebook, cwd=tmp_path)
+    assert run.returncode == 1, run.stderr
+    syntax = run.stdout.index(f"Not run: cell {at + 1}, line ")
+    assert syntax < run.stdout.index("typo.ipynb: 63/94") < run.stdout.index("layer_modes ✘ error")
+    assert "Not defined: PositionalEncoding (no code cell defines it" in " ".join(run.stdout[:run.stdout.index(
+        "typo.ipynb: 63/94")].split())
+    assert run.stdout.count("syntax error") == 1  # said once, first

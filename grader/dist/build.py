@@ -81,7 +81,16 @@ def stage_student_tree(dest: Path) -> Path:
 def public_rubric(text: str) -> str:
     """The rubric with only its visible checks (blocks of ``[[checks]]`` text, so comments stay)."""
     head, *blocks = re.split(r"(?m)^(?=\[\[checks\]\]\s*$)", text)
-    kept = [b for b in blocks if tomllib.loads(b)["checks"][0].get("visibility", "visible") == "visible"]
+    checks = [(b, tomllib.loads(b)["checks"][0]) for b in blocks]
+    kept = [b for b, c in checks if c.get("visibility", "visible") == "visible"]
+    # What the left-out checks are worth, so that a student's total says what it does not cover.
+    defaults = tomllib.loads(head).get("defaults", {})
+    withheld = [(c["visibility"], c.get("points", defaults.get("points", 0))) for _b, c in checks
+                if c.get("visibility", "visible") != "visible"]
+    if withheld:
+        line = "withheld = [" + ", ".join(f'{{visibility = "{v}", points = {float(p)!r}}}' for v, p in withheld) + "]\n"
+        table = re.search(r"(?m)^\[", head)  # a top-level key goes before the first table
+        head = head[:table.start()] + line + "\n" + head[table.start():] if table else head + line
     result = head + "".join(kept)
     tomllib.loads(result)  # still a valid rubric file
     return result

@@ -4,6 +4,7 @@ check, they are written here, in the judge, from what the pipeline observed."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from ..channel import CheckOutput, ChunkError, ImportRecord
@@ -91,3 +92,30 @@ def explain_name_error(got: CheckOutput, imported: ImportRecord | None) -> Check
                 return got.model_copy(update={"note": f"{name} is not defined, because defining it failed in "
                                                       f"cell {err.cell} ({err.error.type})"})
     return got
+
+
+
+# The words above that say a check did not run because a target is not written yet, as the report
+# reads them back to say it once per target (grader/report.py); the JSON keeps each check's own.
+_STARTER = "the starter's raise NotImplementedError() is still there"
+_NOT_STARTED = (
+    re.compile(r"defining (?P<name>\w+) failed in (?P<where>.+?) \(the starter's raise NotImplementedError\(\) "
+               r"is still there: finish it\)", re.S),
+    re.compile(r"(?P<name>\w+) is not defined, because defining it failed in (?P<where>.+?) \(NotImplementedError\)",
+               re.S),
+    # a function whose body is still the starter's bare raise: the error points at the function itself
+    re.compile(r"^raised NotImplementedError \((?P<where>the cell starting `def (?P<name>\w+)\(.*?`), line \d+, in "
+               r"(?P=name)\)(?!, with this message)", re.M | re.S),
+)
+_MISSING = re.compile(r"^(?P<name>\w+) is not defined in any code cell(?: \((?P<why>.+?)\))?$", re.M | re.S)
+
+
+def not_started(text: str) -> tuple[str, str, str] | None:
+    """(target, why, the cell) when a check's feedback says it failed only because ``target`` is not written
+    yet: the starter's ``raise NotImplementedError()`` is still there, or nothing defines it."""
+    for pattern in _NOT_STARTED:
+        if m := pattern.search(text):
+            return m.group("name"), f"{_STARTER} in {m.group('where')}", m.group("where")
+    if m := _MISSING.search(text):
+        return m.group("name"), "no code cell defines it" + (f"; {m.group('why')}" if m.group("why") else ""), ""
+    return None

@@ -71,7 +71,6 @@ def ensure_bundle() -> Path:
         if _content_hash(dest) == expected:
             return dest
         shutil.rmtree(dest, ignore_errors=True)  # changed since it was made: never run it
-    dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".bundle-", dir=dest.parent))
     for rel, data in sources:
         target = tmp / rel

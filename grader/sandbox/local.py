@@ -312,7 +312,7 @@ class LocalSandbox:
         os.chmod(workdir, 0o700)
         uid = UID_BASE + random.randrange(UID_SPAN) if os.getuid() == 0 and self.mode != "none" else None
         hidden = list(key)
-        expected_cache_dir().mkdir(parents=True, exist_ok=True)  # exists before any sandbox, so it is hidden
+        expected_cache_dir().mkdir(mode=0o700, parents=True, exist_ok=True)  # exists before any sandbox, so it is hidden
         if self.mode == "fallback":
             _protect(hidden)
         checkout = source_checkout()
