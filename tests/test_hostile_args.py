@@ -4,6 +4,7 @@ stderr and no traceback, in-process and, for the grading front ends, through the
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -163,3 +164,54 @@ def test_hostile_grading_requests_through_the_daemon(daemon_env: dict[str, str],
         assert done.returncode == 2, (argv, done.stderr)
         assert "Traceback" not in done.stderr and "error:" in done.stderr, (argv, done.stderr)
     assert list(sockets.glob("*.sock")), "the daemon still serves after every hostile request"
+
+
+# ---- as an ordinary user: folders this user may not read or write ------------------------------------
+
+
+def as_ordinary_user(argv: list[str]) -> subprocess.CompletedProcess[str]:
+    """Run ``grader ARGV`` without the powers that let root read and write anything: as root, with
+    CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH and CAP_FOWNER dropped (file modes then bind it as they
+    bind any user); as an ordinary user, as it is."""
+    command = [sys.executable, "-m", "grader.cli", *argv]
+    if os.geteuid() == 0:
+        command = ["setpriv", "--bounding-set=-dac_override,-dac_read_search,-fowner", "--", *command]
+    return subprocess.run(command, capture_output=True, text=True, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def shut(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    """A class folder this user may not read, and results folders it may not read, or only read."""
+    root = tmp_path_factory.mktemp("shut")
+    (root / "class").mkdir()
+    (root / "class" / "a1.ipynb").write_bytes(Path(NB).read_bytes())
+    for name in ("results_ro", "results_shut"):
+        with SQLiteStore(root / name) as store:
+            store.set_meta("rubric", load_rubric().model_dump_json())
+    (root / "data_ro").mkdir()
+    (root / "autograder").mkdir()
+    modes = {"class": 0o000, "results_ro": 0o555, "results_shut": 0o000, "data_ro": 0o555, "autograder": 0o000}
+    for name, mode in modes.items():
+        (root / name).chmod(mode)
+    (root / "results_ro" / SQLiteStore.FILE).chmod(0o444)
+    yield {name: str(root / name) for name in modes} | {"elsewhere": str(root / "grades.csv")}
+    for name in modes:
+        (root / name).chmod(0o755)
+
+
+@pytest.mark.parametrize("argv", [
+    ["batch", "{class}", "--out", "{elsewhere}.d"], ["export", "{results_shut}", "--format", "csv"],
+    ["export", "{results_ro}", "--format", "csv"], ["gradescope", "--root", "{autograder}"],
+    ["serve", "--data", "{data_ro}"], ["serve", "--data", "{results_shut}"],
+], ids=lambda a: " ".join(a))
+def test_as_an_ordinary_user_a_folder_it_may_not_use_is_a_clean_error(argv: list[str], shut: dict[str, str]) -> None:
+    if os.geteuid() == 0 and shutil.which("setpriv") is None:
+        pytest.fail("setpriv (util-linux) is needed to test as an ordinary user while root")
+    run = as_ordinary_user(fill(argv, shut))
+    assert_clean_usage_error(run.returncode, run.stderr)
+
+
+def test_a_ta_exports_a_results_folder_it_may_only_read(shut: dict[str, str]) -> None:
+    run = as_ordinary_user(["export", shut["results_ro"], "--format", "csv", "--out", shut["elsewhere"]])
+    assert run.returncode == 0, run.stderr
+    assert Path(shut["elsewhere"]).read_text(encoding="utf-8").startswith("student_id,")

@@ -13,6 +13,7 @@ A file whose name is not valid UTF-8 is graded; its name is stored and shown wit
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -73,6 +74,9 @@ def discover(source: Path, scratch: Path) -> Discovery:
         return inner
     if not source.is_dir():
         raise SubmissionError(f"{source}: not a folder or .zip of submissions")
+    if not os.access(source, os.R_OK | os.X_OK):
+        raise SubmissionError(f"{source}: this user may not read that folder; fix its permissions, or run the batch "
+                              "as a user who can read the submissions")
     if (source / "submission_metadata.yml").is_file():
         return _gradescope(source)
     if (source / "submitted").is_dir():

@@ -118,15 +118,27 @@ class SQLiteStore:
 
     FILE = "results.sqlite"
 
-    def __init__(self, results_dir: Path) -> None:
-        from ..service.database import Database, sqlite_url
+    def __init__(self, results_dir: Path, *, readonly: bool = False) -> None:
+        """``readonly``: read a store that this user may not write (a TA exporting a shared
+        results folder); it must exist and be at the migrations' head."""
+        from ..errors import GraderError
+        from ..service.database import Database, current_revision, sqlite_url
+        from ..service.tables import HEAD_REVISION
 
-        results_dir.mkdir(parents=True, exist_ok=True)
         self.path = results_dir / self.FILE
+        self._lock = threading.Lock()
+        self.readonly = readonly
+        if readonly:
+            self._db: Database = Database(sqlite_url(self.path, readonly=True))
+            if current_revision(self._db.engine) != HEAD_REVISION:
+                self._db.dispose()
+                raise GraderError(f"{self.path} was written by another version of the grader and this user may not "
+                                  "update it: run this command as a user who can write that folder (once)")
+            return
+        results_dir.mkdir(parents=True, exist_ok=True)
         if not self.path.exists():
             _copy_empty_store(self.path)
-        self._lock = threading.Lock()
-        self._db: Database = Database(sqlite_url(self.path))
+        self._db = Database(sqlite_url(self.path))
         self._db.migrate()
 
     def close(self) -> None:
@@ -177,7 +189,7 @@ class SQLiteStore:
                 continue
             yield StoredResult(r.student_id, r.cache_key, r.sha256, r.file_name, r.name, r.email, r.submitted_at,
                                cast(ResultStatus, r.status), r.reason, r.score, r.max_score, report, r.graded_at)
-        if unreadable:  # no longer up to date: the next batch grades them again
+        if unreadable and not self.readonly:  # no longer up to date: the next batch grades them again
             with self._lock, self._db.session() as session:
                 session.execute(update(BatchResult).where(BatchResult.student_id.in_(unreadable)).values(cache_key=""))
 

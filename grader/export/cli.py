@@ -107,7 +107,9 @@ def load_gradebook(results_dir: Path, *, roster_path: Path | None = None, assign
 
     if not (results_dir / SQLiteStore.FILE).is_file():
         raise GraderError(f"{results_dir}: no {SQLiteStore.FILE}; run 'grader batch SOURCE --out {results_dir}' first")
-    with SQLiteStore(results_dir) as store:
+    import os
+
+    with SQLiteStore(results_dir, readonly=not os.access(results_dir, os.W_OK | os.X_OK)) as store:
         results = list(store.results())
         meta = store.meta()
     rubric_json = meta.get("rubric")

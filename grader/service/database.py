@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
+from urllib.parse import quote
 
 from sqlalchemy import Engine, create_engine, event, inspect, text
 from sqlalchemy.exc import DBAPIError, OperationalError
@@ -26,12 +27,18 @@ T = TypeVar("T")
 MIGRATIONS = Path(__file__).with_name("migrations")
 
 
-def sqlite_url(path: Path) -> str:
+def sqlite_url(path: Path, *, readonly: bool = False) -> str:
+    """The URL of a SQLite file; ``readonly``: opened read-only and, since a WAL store read where its
+    folder cannot be written has no -shm file to share, as immutable (a snapshot)."""
+    if readonly:
+        return f"sqlite:///file:{quote(str(path.resolve()))}?mode=ro&immutable=1&uri=true"
     return f"sqlite:///{path.resolve()}"
 
 
 def make_engine(url: str) -> Engine:
     """An engine that survives restarts: stale pooled connections are tested before use."""
+    if url.startswith("sqlite") and "mode=ro" in url:  # a store read where it may not be written
+        return create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
     if url.startswith("sqlite"):
         engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
         event.listen(engine, "connect", _sqlite_pragmas)
