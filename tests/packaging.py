@@ -54,13 +54,21 @@ class Venv:
         return self.run(self.python, "-m", "pip", *args, cwd=cwd, check=True)
 
 
-def outer_packages(link_dir: Path) -> Path:
-    """A folder of links to the running environment's third-party packages, ours left out."""
+# What only the staff package and the service need: a student's laptop need not have any of it.
+SERVER_PACKAGES = ("sqlalchemy", "alembic", "mako", "jinja2", "fastapi", "starlette", "uvicorn", "celery", "kombu",
+                   "billiard", "psycopg", "redis", "docker", "jwt", "pyjwt", "prometheus_client", "multipart",
+                   "python_multipart", "lti1p3platform", "selenium")
+
+
+def outer_packages(link_dir: Path, leave_out: tuple[str, ...] = ()) -> Path:
+    """A folder of links to the running environment's third-party packages, ours (and ``leave_out``,
+    by name prefix) left out."""
     link_dir.mkdir(parents=True, exist_ok=True)
     site = Path(sysconfig.get_paths()["purelib"])
     for entry in site.iterdir():
         name = entry.name.lower()
-        if entry.suffix == ".pth" or name.startswith(OURS) or name.startswith(("pip", "setuptools", "_distutils")):
+        if (entry.suffix == ".pth" or name.startswith(OURS) or name.startswith(("pip", "setuptools", "_distutils"))
+                or name.startswith(leave_out)):
             continue
         (link_dir / entry.name).symlink_to(entry)
     return link_dir

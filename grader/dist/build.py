@@ -96,6 +96,15 @@ def public_rubric(text: str) -> str:
     return result
 
 
+# The staff package's dependencies that grading one notebook does not need (the batch store, the
+# feedback pages, the Gradescope and LMS layouts): the student package leaves them out.
+STAFF_DEPENDENCIES = ("SQLAlchemy", "alembic", "Jinja2", "PyYAML")
+
+
+def student_dependencies(dependencies: list[str]) -> list[str]:
+    return [d for d in dependencies if not d.startswith(STAFF_DEPENDENCIES)]
+
+
 def student_pyproject() -> str:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     scripts = {k: v for k, v in project["scripts"].items() if k in ("grader", "tito-grade")}
@@ -104,7 +113,7 @@ def student_pyproject() -> str:
         "[project]", f"name = {_toml(STUDENT_NAME)}", f"version = {_toml(project['version'])}",
         f"description = {_toml('Practice grading for TinyTorch course modules (public checks; no solutions)')}",
         'readme = "README.md"', f"requires-python = {_toml(project['requires-python'])}",
-        f"license = {_toml(project['license'])}", f"dependencies = {_toml(project['dependencies'])}", "",
+        f"license = {_toml(project['license'])}", f"dependencies = {_toml(student_dependencies(project['dependencies']))}", "",
         "[project.scripts]", *(f"{k} = {_toml(v)}" for k, v in scripts.items()), "",
     ]
     for group, points in project["entry-points"].items():
