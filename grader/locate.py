@@ -13,7 +13,11 @@ from __future__ import annotations
 
 import hashlib
 import re
-import tomllib
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10 (the student package supports it): the same parser, as tomli
+    import tomli as tomllib  # type: ignore[no-redef,import-not-found,unused-ignore]
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path

@@ -14,10 +14,12 @@ Gradescope itself withholds) show everything; every student-facing output asks `
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime
+from datetime import date, datetime, timezone
 
 from .errors import DateError as DateError  # re-exported: callers of this module catch it
 from .models import Visibility
+
+UTC = timezone.utc  # noqa: UP017 (datetime.UTC is Python 3.11+; the student package runs on 3.10)
 
 
 def parse_date(text: str, what: str = "date") -> datetime:

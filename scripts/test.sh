@@ -31,6 +31,11 @@ if [ -z "${TINYTORCH_SOURCE:-}" ]; then
     export TINYTORCH_SOURCE
   fi
 fi
+# The student package is also graded with on the oldest Python it supports (3.10), when there is one.
+if [ -z "${GRADER_OLDEST_PYTHON:-}" ]; then
+  GRADER_OLDEST_PYTHON=$(bash scripts/oldest-python.sh || true)
+  export GRADER_OLDEST_PYTHON
+fi
 .venv/bin/python -m ruff check grader tests
 .venv/bin/python -m mypy
 exec .venv/bin/python -m pytest "$@"

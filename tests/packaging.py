@@ -75,8 +75,8 @@ def outer_packages(link_dir: Path, leave_out: tuple[str, ...] = ()) -> Path:
 
 
 def make_venv(path: Path, links: Path, *, home: Path, find_links: Path | None = None,
-              extra_env: Mapping[str, str] | None = None) -> Venv:
-    subprocess.run([sys.executable, "-m", "venv", str(path)], check=True, capture_output=True, timeout=300)
+              extra_env: Mapping[str, str] | None = None, python: str = sys.executable) -> Venv:
+    subprocess.run([python, "-m", "venv", str(path)], check=True, capture_output=True, timeout=300)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "PYTHON", "VIRTUAL_ENV"))}
     env.update({
         "PATH": f"{path / 'bin'}{os.pathsep}{env.get('PATH', '')}", "VIRTUAL_ENV": str(path), "HOME": str(home),

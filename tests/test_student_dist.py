@@ -9,6 +9,7 @@ reference, the probes or the runtime changed without ``python -m grader.dist ref
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import zipfile
 from pathlib import Path
@@ -163,6 +164,36 @@ def test_the_student_wheel_gives_the_staff_packages_public_verdicts(student_whee
     assert {s for verdicts in got.values() for _, s, _ in verdicts} >= {"passed", "failed"}
     staff_only = venv.run(venv.bin / "grader", "batch", "x", "--out", tmp_path / "r")
     assert staff_only.returncode == 2 and "invalid choice: 'batch'" in staff_only.stderr
+
+
+@pytest.mark.slow
+def test_the_student_wheel_grades_on_the_oldest_python_it_supports(student_wheel: Path, tmp_path: Path) -> None:
+    """Python 3.10 (TinyTorch and NumPy still support it), with only the student package's own
+    dependencies: the same public verdicts as the staff package. scripts/test.sh makes that
+    environment (.venv-oldest, scripts/oldest-python.sh) when the machine has a Python 3.10."""
+    oldest = os.environ.get("GRADER_OLDEST_PYTHON", "")
+    if not oldest:
+        if os.environ.get("GRADER_REQUIRE_OLDEST_PYTHON") == "1":
+            pytest.fail("GRADER_REQUIRE_OLDEST_PYTHON=1 but no Python 3.10 was found (scripts/oldest-python.sh)")
+        pytest.skip("no Python 3.10 here (GRADER_OLDEST_PYTHON; scripts/oldest-python.sh makes one)")
+    version = subprocess.run([oldest, "-c", "import sys; print(*sys.version_info[:2])"], capture_output=True,
+                             text=True, check=True).stdout.split()
+    assert version == ["3", "10"], version
+    site = subprocess.run([oldest, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    (tmp_path / "home").mkdir()
+    venv = make_venv(tmp_path / "venv", Path(site), home=tmp_path / "home", python=oldest,
+                     extra_env={"GRADER_CACHE": str(tmp_path / "cache"), "GRADER_NO_DAEMON": "1"})
+    venv.pip("install", "--no-deps", student_wheel)
+    venv.pip("check")
+    _grade(venv, venv.bin / "grader", tmp_path / "student.json")
+    from grader import Grader  # the staff package, on this Python
+
+    with Grader(public_only=True) as staff:
+        expected = {f.name: [(c.id, c.status, c.score) for c in staff.grade(f).checks] for f in GOLDEN}
+    got = {r["submission"]: [(c["id"], c["status"], c["score"]) for c in r["checks"]]
+           for r in json.loads((tmp_path / "student.json").read_text(encoding="utf-8"))}
+    assert got == expected
 
 
 def _grade(venv: Venv, grader: Path, json_out: Path) -> subprocess.CompletedProcess[str]:

@@ -101,8 +101,12 @@ def public_rubric(text: str) -> str:
 STAFF_DEPENDENCIES = ("SQLAlchemy", "alembic", "Jinja2", "PyYAML")
 
 
+# The oldest Python that TinyTorch and NumPy still support; CI grades with the student wheel on it.
+STUDENT_PYTHON = ">=3.10"
+
+
 def student_dependencies(dependencies: list[str]) -> list[str]:
-    return [d for d in dependencies if not d.startswith(STAFF_DEPENDENCIES)]
+    return [d for d in dependencies if not d.startswith(STAFF_DEPENDENCIES)] + ['tomli>=1.1; python_version < "3.11"']
 
 
 def student_pyproject() -> str:
@@ -112,7 +116,7 @@ def student_pyproject() -> str:
         "[build-system]", 'requires = ["hatchling"]', 'build-backend = "hatchling.build"', "",
         "[project]", f"name = {_toml(STUDENT_NAME)}", f"version = {_toml(project['version'])}",
         f"description = {_toml('Practice grading for TinyTorch course modules (public checks; no solutions)')}",
-        'readme = "README.md"', f"requires-python = {_toml(project['requires-python'])}",
+        'readme = "README.md"', f"requires-python = {_toml(STUDENT_PYTHON)}",
         f"license = {_toml(project['license'])}", f"dependencies = {_toml(student_dependencies(project['dependencies']))}", "",
         "[project.scripts]", *(f"{k} = {_toml(v)}" for k, v in scripts.items()), "",
     ]
