@@ -62,7 +62,7 @@ class Consoles:
     def _make(self, stream: TextIO, soft_wrap: bool) -> Console:
         from rich.console import Console
 
-        from .client import PrintableStream
+        from .terminal import PrintableStream
 
         request = self._request
         return Console(file=PrintableStream(stream, request.encoding), width=request.columns,  # type: ignore[arg-type]

@@ -92,7 +92,7 @@ def run(request: dict[str, object]) -> int | None:
             reply = _receive(sock)
     except (OSError, ValueError):
         return None
-    from .client import write_out
+    from .terminal import write_out
 
     write_out(str(reply["stdout"]), sys.stdout)
     write_out(str(reply["stderr"]), sys.stderr)

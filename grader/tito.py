@@ -225,7 +225,7 @@ def _display_path(path: Path) -> str:
 def _errors() -> Console:
     from rich.console import Console
 
-    from .client import PrintableStream, encoding_of
+    from .terminal import PrintableStream, encoding_of
 
     # one line per error: the terminal wraps it, greps find it
     return Console(file=PrintableStream(sys.stderr, encoding_of(sys.stderr)), soft_wrap=True)  # type: ignore[arg-type]

@@ -12,8 +12,9 @@ the student still presses "Sign in" (a CSRF-checked POST), so opening a link cha
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Annotated, Any, get_args
+from typing import TYPE_CHECKING, Annotated, Any, Protocol, get_args
 
 from fastapi import APIRouter, File, Form, Path, Query, Request, UploadFile
 from fastapi.concurrency import run_in_threadpool
@@ -30,7 +31,29 @@ from ..schemas import SLUG, AssignmentIn, CourseIn, Policy, RateLimit
 from ..tables import Assignment, Course, Student
 
 if TYPE_CHECKING:
-    from .routes import Web
+    from fastapi.responses import Response as _Response
+
+    from ..auth import Principal
+
+
+class _Hooks(Protocol):
+    @property
+    def run(self) -> Callable[[Callable[[Session], Any]], Any]: ...
+
+
+class Web(Protocol):
+    """What these pages use of the page routers' shared helper (``routes.Web``), named here so that
+    this module does not import the one that includes it."""
+
+    @property
+    def hooks(self) -> _Hooks: ...
+
+    def signed_in(self, request: Request, *, staff: bool = False) -> Principal: ...
+
+    def check_csrf(self, request: Request, token: str) -> None: ...
+
+    def page(self, request: Request, template: str, who: Principal | None, *, status: int = 200,
+             **context: Any) -> _Response: ...
 
 Slug = Annotated[str, Path(pattern=SLUG)]
 Csrf = Annotated[str, Form(max_length=200)]
