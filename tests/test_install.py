@@ -99,7 +99,7 @@ def upstream_behaviour(venv: Venv, checkout: Path) -> dict[str, tuple[int, str, 
 
 
 # Every visible check passed, with all of its points; the count follows the rubric.
-FULL_MARKS = re.compile(r"All \d+ checks passed \((\d+(?:\.\d+)?)/\1 points\)")
+FULL_MARKS = re.compile(r"All \d+ (?:public )?checks passed \((\d+(?:\.\d+)?)/\1 points\)")
 
 
 def _mask(text: str) -> str:
@@ -112,6 +112,30 @@ def assert_grades(venv: Venv, checkout: Path) -> None:
     assert run.returncode == 0, run.stdout + run.stderr
     assert "Grading module 11 embeddings: modules/11_embeddings/embeddings.ipynb" in out
     assert FULL_MARKS.search(out), out
+
+
+def assert_grades_the_jupyter_copy(venv: Venv, checkout: Path) -> None:
+    """The checkout as cloned (its notebook committed) and the student's work saved as Jupyter's copy
+    of it: ``tito test --module`` grades the copy, and says which file it left out."""
+    folder = checkout / "modules" / "11_embeddings"
+    git = ["git", "-C", str(checkout), "-c", "user.name=t", "-c", "user.email=t@example.org"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "the course's checkout"], check=True)
+    copy = folder / "embeddings-Copy1.ipynb"
+    shutil.copyfile(SUBMISSIONS / "bug_sin_cos_swapped.ipynb", copy)
+    try:
+        run = tito(venv, checkout, *GRADE)
+        out = " ".join(run.stdout.split())
+        assert run.returncode == 1, run.stdout + run.stderr  # the copy's bug, not the shipped solution's full marks
+        assert "Grading module 11 embeddings: modules/11_embeddings/embeddings-Copy1.ipynb" in out, out
+        assert not FULL_MARKS.search(out)
+        said = " ".join(run.stderr.split())
+        assert ("graded embeddings-Copy1.ipynb (the one changed since the checkout); not graded: embeddings.ipynb"
+                in said), run.stderr
+    finally:
+        copy.unlink()
+        shutil.rmtree(checkout / ".git")
 
 
 def assert_uninstalled(venv: Venv) -> None:
@@ -146,6 +170,7 @@ def test_tinytorch_first_then_the_grader_then_setup_then_uninstall(student: tupl
     rerun_setup(venv, checkout)
     assert upstream_behaviour(venv, checkout) == without
     assert_grades(venv, checkout)
+    assert_grades_the_jupyter_copy(venv, checkout)
 
     venv.pip("uninstall", "-y", "tinytorch-grader")
     assert (venv.bin / "tito").read_bytes() == script
@@ -172,6 +197,7 @@ def test_the_grader_first_then_tinytorch_then_setup_then_uninstall(student: tupl
     rerun_setup(venv, checkout)
     assert upstream_behaviour(venv, checkout) == with_grader
     assert_grades(venv, checkout)
+    assert_grades_the_jupyter_copy(venv, checkout)
 
     venv.pip("uninstall", "-y", "tinytorch-grader")
     assert (venv.bin / "tito").read_bytes() == script
