@@ -77,3 +77,30 @@ def test_batch_grades_a_folder_of_module_11_without_module(toy_site: Path, tmp_p
         (source / name).write_bytes((SUBMISSIONS / name).read_bytes())
     outcome = run_batch(source, tmp_path / "out", workers=1)
     assert (outcome.total, outcome.graded, outcome.invalid, outcome.failed) == (2, 2, 0, 0)
+
+
+def test_another_unit_leaves_module_11s_caches_alone(toy_site: Path) -> None:
+    """Each unit has its own bundle hash: the shipped expected outputs' fingerprint, the reference
+    cache key and the reference bundle of module 11 move only when module 11 (or the harness or
+    its runtime) changes, not when another unit is installed or edited."""
+    from grader.dist.expected import fingerprint, stale
+    from grader.reference import ReferenceOracle
+    from grader.sandbox.bundle import bundle_hash, ensure_bundle
+
+    def module_11() -> tuple[str, str, str, Path]:
+        ensure_bundle.cache_clear()
+        return (fingerprint("embeddings"), bundle_hash("embeddings"), ReferenceOracle("embeddings")._version,
+                ensure_bundle("embeddings"))
+
+    assert stale("embeddings") is None  # the committed fingerprint was made without the toy unit
+    probes = toy_site / "toy_relu" / "probes" / "__init__.py"
+    before, every_unit = module_11(), bundle_hash()
+    original = probes.read_text(encoding="utf-8")
+    try:
+        probes.write_text(original + "\nCHANGED = True\n", encoding="utf-8")
+        assert bundle_hash() != every_unit  # the change is seen, by the bundle of every unit
+        assert module_11() == before
+        assert not (before[3] / "toy_relu").exists()
+    finally:
+        probes.write_text(original, encoding="utf-8")
+        ensure_bundle.cache_clear()
