@@ -54,7 +54,8 @@ def build_parser(grade_only: bool = False) -> argparse.ArgumentParser:
     g = sub.add_parser("grade", help="grade one or more notebooks and print a table per notebook")
     g.add_argument("paths", nargs="+", type=Path, help=".ipynb notebooks or jupytext percent .py files")
     g.add_argument("--rubric", type=Path, help="rubric .toml (default: the installed course module's)")
-    g.add_argument("--module", metavar="NAME", help="the course module to grade, when several are installed")
+    g.add_argument("--module", metavar="NAME", help="the course module to grade (default: the one the notebook says, "
+                                                    "else $GRADER_MODULE, else the only one installed)")
     if STUDENT:  # the student package has the public checks alone, and the local sandbox alone
         g.add_argument("--backend", type=backend, default="local", help=argparse.SUPPRESS)
     else:
@@ -81,6 +82,8 @@ def build_parser(grade_only: bool = False) -> argparse.ArgumentParser:
         b.add_argument("--backend", choices=BACKENDS, default="local",
                        help="local: practice isolation; docker: the official sandbox (default: local)")
         b.add_argument("--rubric", type=Path, help="rubric .toml (default: the installed course module's)")
+        b.add_argument("--module", metavar="NAME", help="the course module to grade (default: the one the notebooks say, "
+                                                        "else the only one installed)")
         b.add_argument("--force", action="store_true", help="regrade even submissions with an up-to-date result")
         b.add_argument("--keep", choices=("latest", "all"), default="latest",
                        help="several submissions of one student: grade only the latest (default), or grade all of them "

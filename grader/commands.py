@@ -12,6 +12,7 @@ import threading
 from functools import cached_property
 from typing import TYPE_CHECKING, Literal, TextIO
 
+from .errors import GraderError
 from .models import Record
 
 if TYPE_CHECKING:
@@ -105,23 +106,29 @@ def _grade(request: GradeRequest, session: Session, consoles: Consoles) -> int:
     from .visibility import release_for
 
     reports, bad_input = [], False
-    try:
-        grader = session.grader(request.rubric, module=request.module, backend=request.backend, public_only=request.public_only,
-                                seed=request.seed)
-        release = release_for(grader.rubric.due_date, grader.rubric.publish_date, due_date=request.due_date,
-                              publish_date=request.publish_date)
-        for _path, outcome in grader.grade_many(request.paths):
-            if isinstance(outcome, GraderError):
-                _error(consoles.err, str(outcome))
-                bad_input = True
-                continue
-            from .report import render
+    for module, paths in _by_module(request):
+        if isinstance(module, GraderError):  # which module this file is cannot be told
+            _error(consoles.err, str(module))
+            bad_input = True
+            continue
+        try:
+            grader = session.grader(request.rubric, module=module, backend=request.backend,
+                                    public_only=request.public_only, seed=request.seed)
+            release = release_for(grader.rubric.due_date, grader.rubric.publish_date, due_date=request.due_date,
+                                  publish_date=request.publish_date)
+            for _path, outcome in grader.grade_many(paths):
+                if isinstance(outcome, GraderError):
+                    _error(consoles.err, str(outcome))
+                    bad_input = True
+                    continue
+                from .report import render
 
-            reports.append(outcome)
-            render(outcome, consoles.out, staff=request.staff, release=release, rubric=grader.rubric)
-    except GraderError as e:  # the rubric or the sandbox itself: no file can be graded
-        _error(consoles.err, str(e))
-        bad_input = True
+                reports.append(outcome)
+                render(outcome, consoles.out, staff=request.staff, release=release, rubric=grader.rubric)
+        except GraderError as e:  # the rubric or the sandbox itself: no file can be graded
+            _error(consoles.err, str(e))
+            bad_input = True
+            break
     if request.json_out and reports:  # the reports of the files that were graded, whatever happened to the others
         from .report import write_json
 
@@ -136,6 +143,27 @@ def _grade(request: GradeRequest, session: Session, consoles: Consoles) -> int:
     return EXIT_OK if all(r.all_passed for r in reports) else EXIT_FAILED
 
 
+def _by_module(request: GradeRequest) -> list[tuple[str | GraderError | None, list[str]]]:
+    """The request's files in order, in runs of one course module each (grader.modules.choose);
+    a file whose module cannot be told is a run of its own, with the error in place of the module.
+    A rubric file names its module itself."""
+    from .modules.choose import choose_module
+
+    if request.rubric is not None:
+        return [(None, list(request.paths))]
+    runs: list[tuple[str | GraderError | None, list[str]]] = []
+    for path in request.paths:
+        try:
+            module: str | GraderError = choose_module(path, request.module).name
+        except GraderError as e:
+            module = e
+        if runs and isinstance(module, str) and runs[-1][0] == module:
+            runs[-1][1].append(path)
+        else:
+            runs.append((module, [path]))
+    return runs
+
+
 def _tito(request: GradeRequest, session: Session, console: Console, errors: Console) -> int:
     from rich.markup import escape
     from rich.panel import Panel
@@ -145,7 +173,12 @@ def _tito(request: GradeRequest, session: Session, console: Console, errors: Con
 
     hidden = not request.public_only
     try:
-        grader = session.grader(request.rubric, module=request.module, backend=request.backend, public_only=request.public_only,
+        module = request.module
+        if request.rubric is None:  # --notebook alone: the notebook says which module it is
+            from .modules.choose import choose_module
+
+            module = choose_module(request.paths[0], request.module).name
+        grader = session.grader(request.rubric, module=module, backend=request.backend, public_only=request.public_only,
                                 seed=request.seed)
     except GraderError as e:
         _error(errors, str(e))

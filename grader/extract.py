@@ -5,7 +5,7 @@ escapes are removed before parsing and never run. Of the top-level statements, o
 definitions and assignments can be kept, and only when a target needs them (transitively, by
 scope-aware name analysis with ``symtable``). Calls, loops, prints and ``__main__`` blocks are
 dropped: that is where notebooks keep inline tests and slow analyses. Statements that complete a
-kept name (``Embedding.forward = f``, ``setattr(Embedding, "__call__", f)``) stay with it.
+kept name (``Layer.forward = f``, ``setattr(Layer, "__call__", f)``) stay with it.
 
 Kept statements run in notebook order, as when the notebook runs from top to bottom: a name
 defined twice ends up with its last definition, and a method sees the last definition of a helper
@@ -127,7 +127,7 @@ def _statements(cell: int, text: str, dropped: list[Dropped]) -> list[_Stmt]:
 
 
 def _split_course_import(node: ast.stmt, source: str) -> list[tuple[ast.stmt, str]]:
-    """``from tinytorch.x import A, B`` as one statement per name, so that a name the grading
+    """``from runtime.x import A, B`` as one statement per name, so that a name the grading
     runtime lacks (``Linear``, say) costs only the code that uses it, not ``A`` as well."""
     if not (_is_course_import(node) and isinstance(node, ast.ImportFrom) and len(node.names) > 1):
         return [(node, source)]
@@ -214,7 +214,7 @@ def _drop_kind(node: ast.stmt) -> DropKind | None:
         return "loop"
     if isinstance(node, ast.Expr):
         if _attribute_setter(node) is not None:
-            return None  # ``setattr(Embedding, "__call__", f)`` completes a class: it stays with it
+            return None  # ``setattr(Layer, "__call__", f)`` completes a class: it stays with it
         call = node.value
         if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "print":
             return "print"
@@ -281,11 +281,19 @@ def _global_reads(table: symtable.SymbolTable) -> set[str]:
     return found
 
 
+def _course_runtimes() -> frozenset[str]:
+    """The course runtimes the installed units run on (each unit's ``runtime``)."""
+    from . import modules
+
+    return frozenset(unit.runtime.split(".")[0] for unit in modules.installed().values())
+
+
 def _is_course_import(node: ast.stmt) -> bool:
     """Course-runtime imports are kept even when unused: some activate autograd as a side effect."""
+    runtimes = _course_runtimes()
     if isinstance(node, ast.Import):
-        return all(a.name.split(".")[0] == "tinytorch" for a in node.names)
-    return isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "tinytorch"
+        return all(a.name.split(".")[0] in runtimes for a in node.names)
+    return isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in runtimes
 
 
 def _closure(stmts: Sequence[_Stmt], targets: Iterable[str]) -> set[int]:

@@ -161,14 +161,24 @@ def grade_submission(layout: Layout, rubric: Rubric, backend: str = "local") -> 
     ), meta
 
 
-def run(root: Path, *, rubric: Path | None = None, backend: str = "local") -> int:
-    """Grade, write ROOT/results/results.json, and return the exit status."""
+def run(root: Path, *, rubric: Path | None = None, backend: str = "local", module: str | None = None) -> int:
+    """Grade, write ROOT/results/results.json, and return the exit status. Without a rubric, the
+    course module is the one the submitted notebook says, else ``module`` (grader.modules.choose)."""
     from .export.gradescope import results_json
     from .models import shown
     from .rubric import load_rubric
 
     layout = Layout(root)
-    loaded = load_rubric(rubric)
+    if rubric is None:
+        from .modules.choose import choose_module
+
+        try:
+            notebook: Path | None = find_notebook(layout.submission)
+        except SubmissionError:  # grading says so in results.json
+            notebook = None
+        loaded = load_rubric(module=choose_module(notebook, module).name)
+    else:
+        loaded = load_rubric(rubric)
     layout.results.parent.mkdir(parents=True, exist_ok=True)  # before grading, so the sandbox hides it
     result, meta = grade_submission(layout, loaded, backend)
     try:
@@ -198,6 +208,8 @@ def add_gradescope_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help=f"the autograder folder (default: ${ROOT_ENV} or {DEFAULT_ROOT})")
     p.add_argument("--rubric", type=Path, help="rubric .toml (default: ROOT/source/rubric.toml if present, "
                                                "else the installed course module's)")
+    p.add_argument("--module", metavar="NAME", help="the course module (default: the one the notebook says, else the "
+                                                    "only one installed)")
     p.add_argument("--backend", choices=BACKENDS, default="local",
                    help="local: the Gradescope container is the outer sandbox")
     return p
@@ -218,7 +230,7 @@ def gradescope_command(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return EXIT_USAGE
     try:
-        return run(root, rubric=rubric, backend=args.backend)
+        return run(root, rubric=rubric, backend=args.backend, module=args.module)
     except GraderError as e:  # the rubric or the layout itself is broken: staff must fix the autograder
         print(f"error: {shown(str(e))}", file=sys.stderr)
         return EXIT_USAGE

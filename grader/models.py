@@ -82,7 +82,7 @@ class CodeCell(Record):
 
 def cell_labels(cells: Sequence[CodeCell]) -> dict[int, str]:
     """How a student finds each code cell: ``In [n]`` as Jupyter shows it when the notebook was run,
-    else the cell's first line of code ("the cell starting `class Embedding:`")."""
+    else the cell's first line of code ("the cell starting `class Layer:`")."""
     labels = {}
     for cell in cells:
         if cell.execution_count is not None:
@@ -114,7 +114,7 @@ class Chunk(Record):
     line: int
     source: str
     defines: tuple[str, ...]
-    modifies: tuple[str, ...] = ()  # those of ``defines`` it changes without rebinding: ``Embedding.forward = f``
+    modifies: tuple[str, ...] = ()  # those of ``defines`` it changes without rebinding: ``Layer.forward = f``
 
 
 DropKind = Literal["magic", "shell", "call", "loop", "print", "main_block", "unused", "other"]

@@ -173,5 +173,10 @@ class Grader:
 
 
 def grade(path: str | Path, **options: object) -> GradeReport:
-    """Grade one submission with the default rubric: ``grader.grade("student.ipynb")``."""
+    """Grade one submission: ``grader.grade("student.ipynb")``; without a rubric, with the rubric of
+    the course module the file says it is (grader.modules.choose)."""
+    if options.get("rubric") is None:
+        from .modules.choose import choose_module
+
+        options["rubric"] = load_rubric(module=choose_module(path, options.pop("module", None)).name)  # type: ignore[arg-type]
     return Grader(**options).grade(path)  # type: ignore[arg-type]

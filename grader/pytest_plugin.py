@@ -236,7 +236,12 @@ class GradingSession:
                 rubric_path = installed_rubric(settings.rubric_id).path
             elif rubric_path is None and (work.name or ref is not None):
                 rubric_path = rubric_for(ModuleRef(None, work.name) if work.name else ref).path  # type: ignore[arg-type]
-            rubric = load_rubric(rubric_path)
+            if rubric_path is None:  # --grade PATH alone: the notebook says which module it is
+                from .modules.choose import choose_module
+
+                rubric = load_rubric(module=choose_module(work.path).name)
+            else:
+                rubric = load_rubric(rubric_path)
         except GraderError as e:
             raise pytest.UsageError(str(e)) from None
         number = work.number if work.number is not None else module_number(rubric.module)

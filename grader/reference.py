@@ -71,13 +71,15 @@ class ReferenceOracle:
         shared cache's entries hold draws from whichever numpy seed computed them first)."""
         from . import modules
 
+        self.module = module
         self.source = modules.get(module).reference_path.read_text(encoding="utf-8")
         self.spawner = spawner
         self.cached = cached
         self._lock = threading.Lock()
         self._proc: Worker | None = None
         self._home: Path | None = None
-        self._version = hashlib.sha256((bundle_hash() + self.source).encode()).hexdigest()[:16]
+        # this unit's own bundle: another unit's probes or runtime do not move this cache
+        self._version = hashlib.sha256((bundle_hash(module) + self.source).encode()).hexdigest()[:16]
         self._memory: dict[str, dict[str, CheckOutput]] = {}  # least recently used first
 
     def start(self) -> None:
@@ -165,7 +167,7 @@ class ReferenceOracle:
             except (GraderError, OSError):
                 pass  # started the ordinary way instead
         self._proc = subprocess.Popen(
-            [sys.executable, "-I", "-B", "-c", SERVE.format(path=str(ensure_bundle()), chunks=str(chunks))],
+            [sys.executable, "-I", "-B", "-c", SERVE.format(path=str(ensure_bundle(self.module)), chunks=str(chunks))],
             cwd=self._home, env=scrubbed_env(self._home), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=subprocess.PIPE, text=True, start_new_session=True,
         )

@@ -56,7 +56,7 @@ class CheckSpec(Record):
     diagnosis: str | None = None  # a likely-cause finder of the unit; default: by probe name, then check id
     needs: tuple[str, ...] = ()
     # Where the student was asked for this behaviour, one "generation: source" entry per course
-    # generation ("older: test_unit_embedding"), or "generation: not asked (why)"; see docs/RUBRIC.md.
+    # generation ("older: test_unit_layer"), or "generation: not asked (why)"; see docs/RUBRIC.md.
     asked: tuple[str, ...] = ()
     about: str = ""  # what the reference does, for the note when the check is not asked at all
     # An expected refusal (the reference raised) is matched by the exception's class ("named", the

@@ -132,7 +132,12 @@ class Session:
                       reference=self.oracle(loaded.module), parallel=parallel, seed_secret=seed_secret)
 
     def grade(self, path: str | Path, rubric: Rubric | str | Path | None = None, **options: object) -> GradeReport:
-        """Grade one file: ``Session().grade("nb.ipynb")``."""
+        """Grade one file: ``Session().grade("nb.ipynb")``; without a rubric, the course module is
+        chosen from the file and ``module`` (grader.modules.choose)."""
+        if rubric is None:
+            from .modules.choose import choose_module
+
+            options["module"] = choose_module(path, options.get("module")).name  # type: ignore[arg-type]
         return self.grader(rubric, **options).grade(path)  # type: ignore[arg-type]
 
     def close(self) -> None:

@@ -8,6 +8,7 @@
 | ``GRADER_DAEMON_IDLE_S`` | seconds the daemon waits for a request before it exits (default 900) |
 | ``GRADER_IMAGE_ONLINE`` | ``1``: build the Docker image ``FROM python:3.11-slim`` instead of with debootstrap |
 | ``GRADER_LOCAL_MODE`` | ``fallback`` or ``none``: force the local backend's mode (tests of those modes) |
+| ``GRADER_MODULE`` | the course module to grade when the notebook does not say (grader.modules.choose) |
 | ``GRADER_AUTOGRADER_ROOT`` | Gradescope's autograder folder (default ``/autograder``) |
 
 The process reads them once; ``reload()`` reads them again (tests that change the environment).
@@ -33,6 +34,7 @@ class Settings:
     image_online: bool
     local_mode: str | None
     autograder_root: Path | None
+    module: str | None = None  # GRADER_MODULE; see grader.modules.choose for where it ranks
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str]) -> Settings:
@@ -51,6 +53,7 @@ class Settings:
             image_online=environ.get("GRADER_IMAGE_ONLINE", "").strip().lower() in TRUE,
             local_mode=mode if mode in ("fallback", "none") else None,
             autograder_root=Path(root) if root else None,
+            module=environ.get("GRADER_MODULE", "").strip() or None,
         )
 
 

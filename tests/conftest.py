@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import shutil
+import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -12,6 +14,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 SUBMISSIONS = ROOT / "submissions"
 EMBEDDINGS_RUBRIC = ROOT / "grader" / "modules" / "embeddings" / "rubric.toml"
+TOY_UNIT = ROOT / "tests" / "units" / "toy_relu"  # a second course-module unit, installed by ``toy_site``
 
 
 def _import_the_grader_now() -> None:
@@ -42,6 +45,7 @@ def _isolated_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     mp = pytest.MonkeyPatch()
     mp.setenv("GRADER_CACHE", str(tmp_path_factory.mktemp("grader-cache")))
     mp.setenv("GRADER_SEED_SECRET", "tests")
+    mp.delenv("GRADER_MODULE", raising=False)  # the tests choose their course module themselves
     mp.setenv("GRADER_NO_DAEMON", "1")  # tests run in-process; tests/test_daemon.py turns it on
     yield
     mp.undo()
@@ -96,3 +100,32 @@ def code_cells(notebook: Path) -> list[str]:
     """The code cells of a notebook in ``submissions/``, for building variants of it."""
     nb = json.loads(notebook.read_text(encoding="utf-8"))
     return ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"]
+
+
+def _clear_caches() -> None:
+    from grader import modules
+    from grader.sandbox import bundle
+
+    modules.installed.cache_clear()
+    bundle.ensure_bundle.cache_clear()
+
+
+@pytest.fixture(scope="module")
+def toy_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The toy unit installed as a course's own distribution would be: a package and a dist-info
+    whose entry point names it. With it the suite has two units, as a course does."""
+    from grader import modules
+
+    site = tmp_path_factory.mktemp("site")
+    shutil.copytree(TOY_UNIT, site / "toy_relu", ignore=shutil.ignore_patterns("__pycache__"))
+    info = site / "toy_relu-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: toy-relu\nVersion: 0.1\n", encoding="utf-8")
+    (info / "entry_points.txt").write_text(f"[{modules.GROUP}]\nrelu = toy_relu:UNIT\n", encoding="utf-8")
+    sys.path.insert(0, str(site))
+    _clear_caches()
+    yield site
+    sys.path.remove(str(site))
+    for name in [m for m in sys.modules if m == "toy_relu" or m.startswith("toy_relu.")]:
+        del sys.modules[name]
+    _clear_caches()

@@ -56,9 +56,9 @@ def batch(args: argparse.Namespace, session: Session | None = None) -> int:
     try:
         roster = check_roster(args.roster)
         release = _release(args)
-        outcome = run_batch(args.source, args.out, rubric=args.rubric, backend=args.backend, workers=args.workers,
-                            force=args.force, roster=roster, keep=args.keep, release=release, on_start=started,
-                            on_done=done, session=session)
+        outcome = run_batch(args.source, args.out, rubric=args.rubric, module=args.module, backend=args.backend,
+                            workers=args.workers, force=args.force, roster=roster, keep=args.keep, release=release,
+                            on_start=started, on_done=done, session=session)
     except GraderError as e:
         return error(str(e))
     finally:

@@ -185,7 +185,7 @@ def _nbgrader(submitted: Path) -> Discovery:
             continue
         assignments = _dirs(student)
         if len(assignments) > 1:
-            preferred = [a for a in assignments if "embedding" in a.name.lower() or a.name.startswith("11")]
+            preferred = [a for a in assignments if _names_a_unit(a.name)]
             assignments = preferred[:1] or assignments[:1]
         if not assignments:
             found.problems.append(f"{shown_name(student.name)}: no assignment folder")
@@ -195,6 +195,17 @@ def _nbgrader(submitted: Path) -> Discovery:
             _add(found, student.name, picked[0], submitted_at=_timestamp(assignments[0] / "timestamp.txt"),
                  notes=picked[2])
     return found
+
+
+def _names_a_unit(folder: str) -> bool:
+    """An nbgrader assignment folder named like an installed course module (its name in it, or
+    its number first: ``NN_name``, ``NN``)."""
+    from .. import modules
+
+    text = folder.lower().replace("-", "_")
+    number = re.match(r"^(\d{1,3})(?!\d)", text)
+    return any(unit.name in text or (number is not None and unit.number == int(number.group(1)))
+               for unit in modules.installed().values())
 
 
 def _timestamp(stamp: Path) -> str:

@@ -47,6 +47,7 @@ def run_batch(
     results_dir: Path,
     *,
     rubric: Path | None = None,
+    module: str | None = None,
     backend: str = "local",
     workers: int | None = None,
     force: bool = False,
@@ -69,14 +70,21 @@ def run_batch(
     try:
         if workers is not None and workers < 1:
             raise GraderError(f"--workers {workers}: give 1 or more parallel sandboxes")
-        loaded = load_rubric(rubric)
+        from .. import modules
+        from ..modules.choose import find_unit
+
+        if rubric is None and module is not None:
+            module = find_unit(module).name
+        # several units and nothing chosen: the submissions say which module they are, once discovered
+        loaded = (load_rubric(rubric, module=module) if rubric is not None or module is not None
+                  or len(modules.installed()) <= 1 else None)
         return _discover_and_run(source, results_dir, loaded, session, backend, workers, force, roster, keep,
                                  release, on_start, on_done)
     finally:
         session.close()
 
 
-def _discover_and_run(source: Path, results_dir: Path, loaded: Rubric, session: Session, backend: str,
+def _discover_and_run(source: Path, results_dir: Path, loaded: Rubric | None, session: Session, backend: str,
                       workers: int | None, force: bool, roster: Roster | None, keep: Keep,
                       release: dict[str, str] | None, on_start: Callable[[Discovery, int], None] | None,
                       on_done: Progress | None) -> BatchOutcome:
@@ -88,6 +96,8 @@ def _discover_and_run(source: Path, results_dir: Path, loaded: Rubric, session: 
             why = f" ({'; '.join(found.problems)})" if found.problems else ""
             raise SubmissionError(f"{source}: no submission to grade in this {found.layout}{why}; give the folder or "
                                   ".zip that holds the students' notebooks")
+        if loaded is None:
+            loaded = load_rubric(module=_batch_module(found.entries))
         store = open_store(results_dir)
         try:
             seed_secret = folder_secret(results_dir)  # the course's, kept with its results (grader.secret)
@@ -97,6 +107,30 @@ def _discover_and_run(source: Path, results_dir: Path, loaded: Rubric, session: 
             store.close()
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _batch_module(entries: list[Entry]) -> str:
+    """The one course module of a batch's submissions (grader.modules.choose): the one their
+    notebooks say; a notebook that says nothing goes with the others; two modules are an error."""
+    from ..modules.choose import choose_module
+
+    chosen: dict[str, int] = {}
+    unknown: GraderError | None = None
+    for entry in entries:
+        try:
+            name = choose_module(entry.path).name
+        except GraderError as e:
+            unknown = unknown or e
+            continue
+        chosen[name] = chosen.get(name, 0) + 1
+    if len(chosen) == 1:
+        return next(iter(chosen))
+    if not chosen:
+        assert unknown is not None  # entries is not empty
+        raise unknown
+    counts = ", ".join(f"{name}: {n}" for name, n in sorted(chosen.items()))
+    raise GraderError(f"the submissions are of several course modules ({counts} notebooks): grade one module at a "
+                      "time with --module NAME")
 
 
 def open_store(results_dir: Path) -> SQLiteStore:

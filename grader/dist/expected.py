@@ -38,7 +38,7 @@ def fingerprint(module: str) -> str:
     """A hash of everything the module's public expected outputs depend on."""
     unit = modules.get(module)
     job = public_job(module)
-    h = hashlib.sha256(bundle_hash().encode())
+    h = hashlib.sha256(bundle_hash(module).encode())  # this unit's probes and runtime, not the others'
     h.update(unit.reference_path.read_bytes())
     for check in job.checks:
         h.update(f"{check.id}\0{check_key(check)}\0".encode())

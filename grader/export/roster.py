@@ -188,7 +188,7 @@ def _parse(reader: Reader, source: str) -> Roster:
     return Roster(tuple(entries), tuple(problems), source, tuple(duplicates), canvas_assignments(header))
 
 
-CANVAS_ASSIGNMENT = re.compile(r"^(?P<name>.*\S)\s*\((?P<id>\d{1,18})\)$")  # "Module 11: Embeddings (123456)"
+CANVAS_ASSIGNMENT = re.compile(r"^(?P<name>.*\S)\s*\((?P<id>\d{1,18})\)$")  # "Module 3: Layers (123456)"
 
 
 def canvas_assignments(header: list[str]) -> tuple[tuple[str, str], ...]:

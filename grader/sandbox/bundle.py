@@ -1,5 +1,5 @@
 """The sandbox bundle: the harness, every installed unit's probes and the course runtimes, and
-nothing else.
+nothing else; or one unit's bundle (its probes and runtime), whose hash keys that unit's caches.
 
 It is what student code may import besides numpy. Files keep their import paths
 (``grader/harness/...``, ``grader/modules/<name>/probes/...``, ``tinytorch/...``), so a unit's
@@ -27,14 +27,15 @@ def _tree(base: Path, prefix: str) -> list[tuple[str, bytes]]:
     return [(f"{prefix}/{f.relative_to(base).as_posix()}", f.read_bytes()) for f in sorted(base.rglob("*.py"))]
 
 
-def _sources() -> list[tuple[str, bytes]]:
-    """(path inside the bundle, content) for every file the bundle holds."""
+def _sources(module: str | None = None) -> list[tuple[str, bytes]]:
+    """(path inside the bundle, content) for every file the bundle holds: of every installed unit,
+    or of ``module``'s alone (the harness, its probes, its runtime)."""
     from .. import modules
 
     files: dict[str, bytes] = {"grader/__init__.py": STUB}
     files.update(_tree(harness_parent() / "harness", "grader/harness"))
     runtimes = set()
-    for unit in modules.installed().values():
+    for unit in (modules.installed().values() if module is None else [modules.get(module)]):
         parts = unit.package.split(".")
         for depth in range(1, len(parts) + 1):
             files.setdefault("/".join(parts[:depth]) + "/__init__.py", STUB)
@@ -45,8 +46,10 @@ def _sources() -> list[tuple[str, bytes]]:
     return sorted(files.items())
 
 
-def bundle_hash() -> str:
-    return _digest(_sources())
+def bundle_hash(module: str | None = None) -> str:
+    """The content hash of the bundle (of ``module``'s own, when given: what that unit's expected
+    outputs depend on, so that another unit's change leaves its caches alone)."""
+    return _digest(_sources(module))
 
 
 def _content_hash(bundle: Path) -> str:
@@ -61,10 +64,10 @@ def _digest(files: Iterable[tuple[str, bytes]]) -> str:
     return h.hexdigest()[:16]
 
 
-@lru_cache(maxsize=1)
-def ensure_bundle() -> Path:
-    """The bundle directory, made once per content hash."""
-    sources = _sources()
+@lru_cache(maxsize=8)
+def ensure_bundle(module: str | None = None) -> Path:
+    """The bundle directory (of every unit, or of ``module``'s alone), made once per content hash."""
+    sources = _sources(module)
     expected = _digest(sources)
     dest = cache_root() / f"bundle-{expected}"
     if dest.is_dir():

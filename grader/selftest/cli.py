@@ -45,6 +45,8 @@ def add_selftest_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--equivalents", type=Path, metavar="FILE",
                    help=f"reviewed equivalent survivors (default: {EQUIVALENTS} in the checkout)")
     p.add_argument("--rubric", type=Path, help="rubric .toml (default: the installed course module's)")
+    p.add_argument("--module", metavar="NAME", help="the course module (default: the one the first SOURCE says, else "
+                                                    "the only one installed)")
     p.add_argument("--json", type=Path, metavar="FILE", help="also write every mutant's outcome as JSON")
     p.add_argument("--list", action="store_true", help="list the selected mutants without grading them")
     return p
@@ -131,7 +133,12 @@ def _run(args: argparse.Namespace, console: Console, errors: Console) -> int:
     if args.equivalents is not None and not args.equivalents.is_file():
         raise SelftestError(f"--equivalents {args.equivalents}: no such file; give the reviewed equivalents TOML "
                             f"(the checkout's is {EQUIVALENTS})")
-    rubric = load_rubric(args.rubric)
+    if args.rubric is None:
+        from ..modules.choose import choose_module
+
+        rubric = load_rubric(module=choose_module(args.sources[0] if args.sources else None, args.module).name)
+    else:
+        rubric = load_rubric(args.rubric)
     sources, every_source = _sources(args, rubric.module)
     generated = [m for s in sources for m in generate(s, rubric.targets)]
     chosen = _select(args, generated)

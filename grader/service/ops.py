@@ -19,10 +19,10 @@ from sqlalchemy.orm import Session
 
 from ..batch.names import is_safe
 from ..errors import Conflict as Conflict  # the service's errors, re-exported for its modules
+from ..errors import GraderError, SubmissionError
 from ..errors import Invalid as Invalid
 from ..errors import NotFound as NotFound
 from ..errors import RateLimited as RateLimited
-from ..errors import RubricError, SubmissionError
 from ..errors import ServiceError as ServiceError
 from ..export.roster import Roster
 from ..load import LoadLimits, load_submission
@@ -115,7 +115,7 @@ def create_assignment(session: Session, course: Course, body: AssignmentIn, staf
     if session.scalar(select(Assignment.id).where(Assignment.course_id == course.id,
                                                   Assignment.slug == body.slug)) is not None:
         raise Conflict(f"assignment {body.slug!r} exists already in course {course.slug!r}")
-    rubric = parse_rubric(body.rubric_toml)
+    rubric = parse_rubric(body.rubric_toml, body.module)
     _check_policy(body.policy, rubric)
     assignment = Assignment(
         course_id=course.id, slug=body.slug, title=body.title or rubric.title, rubric_json=rubric.model_dump_json(),
@@ -124,7 +124,7 @@ def create_assignment(session: Session, course: Course, body: AssignmentIn, staf
         rate_limit_window_s=body.rate_limit.window_s)
     session.add(assignment)
     audit(session, staff, "create_assignment", f"{course.slug}/{body.slug}",
-          body.model_dump(exclude={"rubric_toml"}) | {"rubric": rubric.id, "rubric_hash": rubric.sha256})
+          body.model_dump(exclude={"rubric_toml"}) | {"module": rubric.module, "rubric": rubric.id, "rubric_hash": rubric.sha256})
     session.flush()
     return assignment
 
@@ -150,17 +150,29 @@ def update_assignment(session: Session, assignment: Assignment, body: Assignment
     return assignment
 
 
-def parse_rubric(toml_text: str | None) -> Rubric:
-    """The installed module-11 rubric, or one given as text (validated exactly as ``--rubric``)."""
-    if toml_text is None:
-        return load_rubric()
+def parse_rubric(toml_text: str | None, module: str | None = None) -> Rubric:
+    """The rubric given as text (validated exactly as ``--rubric``), else the installed rubric of
+    ``module`` (default: the only installed module). Invalid (422) names what is wrong: an unknown
+    module, or several installed and none named, lists the installed ones."""
+    from ..modules.choose import choose_module, find_unit
+
+    try:
+        unit = find_unit(module) if module else None
+        if toml_text is None:
+            return load_rubric(module=(unit or choose_module(None, environ={})).name)
+    except GraderError as e:
+        raise Invalid(f"module: {e}") from None
     with tempfile.TemporaryDirectory(prefix="grader-rubric-") as folder:
         path = Path(folder) / "rubric.toml"
         path.write_text(toml_text, encoding="utf-8")
         try:
-            return load_rubric(path)
-        except RubricError as e:
+            rubric = load_rubric(path)
+        except GraderError as e:
             raise Invalid(str(e).replace(str(path), "the rubric")) from None
+    if unit is not None and rubric.module != unit.name:
+        raise Invalid(f"the rubric grades course module {rubric.module!r}, the assignment names {unit.name!r}: give "
+                      "one module")
+    return rubric
 
 
 def rubric_of(assignment: Assignment) -> Rubric:

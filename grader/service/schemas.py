@@ -44,7 +44,10 @@ class AssignmentIn(Body):
     slug: str = Field(pattern=SLUG)
     title: str = Field(default="", max_length=200)
     rubric_toml: str | None = Field(default=None, max_length=1_000_000,
-                                    description="a rubric file's text; default: the installed module-11 rubric")
+                                    description="a rubric file's text; default: the rubric of the assignment's module")
+    module: str | None = Field(default=None, max_length=64,
+                               description="the course module it grades (an installed unit's name, number or NN_name); "
+                                           "default: the rubric's, else the only installed one")
     due_at: datetime | None = None
     published: bool = False
     policy: Policy = Policy()

@@ -5,7 +5,7 @@ A probe has three parts:
 - ``describe(inputs)`` (host side): one line saying what was called, for feedback;
 - ``run(namespace, inputs)`` (sandbox side): build the student's objects, call them, and return
   plain outputs: ndarrays (compared numerically) and facts (str/int/float/bool/None/lists).
-  Outputs named ``aux_*`` are context for the judge's diagnoses (what the student's own Embedding
+  Outputs named ``aux_*`` are context for the judge's diagnoses (what the student's own Layer
   returns, say) and are never compared with the reference's.
 """
 

@@ -30,7 +30,7 @@ _lock = threading.Lock()
 @dataclass(frozen=True)
 class Excerpt:
     name: str  # the target, or "Target.method" when the excerpt is one method of it
-    cell: str  # the cell as the student finds it: "In [7]", or "the cell starting `class Embedding:`"
+    cell: str  # the cell as the student finds it: "In [7]", or "the cell starting `class Layer:`"
     lines: tuple[tuple[int, str], ...]  # (line number in the cell, text)
     truncated: bool
     focus: int | None = None  # the line the failure points at (a traceback's, or a likely cause's)
@@ -68,7 +68,7 @@ def named_targets(message: str, targets: tuple[str, ...]) -> list[str]:
 
 _DEF = re.compile(r"^(?P<indent>\s*)(?:async\s+)?def\s+(?P<name>\w+)")
 # where a check's message points: "(In [7], line 12, in forward)", "(cell 5, line 12, in forward)",
-# "(the cell starting `class Embedding:`, line 12, in forward)"
+# "(the cell starting `class Layer:`, line 12, in forward)"
 _PLACE = re.compile(r"(In \[\d+\]|the cell starting `[^`]*`|code cell at position \d+|cell \d+), line (\d+), in (\w+)")
 # the method a likely cause is about, when it names no line: the first of these words it uses
 _METHOD_WORDS = (("backward", "backward"), ("gradient", "backward"), ("start_pos", "forward"), ("forward", "forward"),
