@@ -66,6 +66,10 @@ def test_the_precedence(toy_site: Path, tmp_path: Path) -> None:
     with pytest.raises(ModuleUnitError, match=r"no course module 'attention' is installed \(installed: embeddings "
                                               r"\(11\), relu\)"):
         choose_module(toy, "attention", environ={})
+    exported = write_notebook(tmp_path / "e.ipynb", ["#| default_exp core.relu\n", RELU])
+    with pytest.raises(ModuleUnitError, match=r"e\.ipynb says it is module relu \(its `#\| default_exp` line\), not "
+                                              r"embeddings: drop --module 11"):
+        choose_module(exported, "11", environ={})
 
 
 def test_batch_grades_a_folder_of_module_11_without_module(toy_site: Path, tmp_path: Path) -> None:

@@ -3,7 +3,9 @@
 The precedence, first that decides wins:
 
 1. ``explicit``: what this run was told (``--module NAME``; an installed unit's name, number or
-   ``NN_name``). A command line is about this one run, so it beats everything below.
+   ``NN_name``). A command line is about this one run, so it beats everything below, except that a
+   notebook whose ``#| default_exp`` line names another installed module is an error (exit 2),
+   never graded as the wrong module.
 2. The submission itself, among the installed units, strongest evidence first:
    a. TinyTorch's export line ``#| default_exp package.NAME`` (its last part is a unit's name);
    b. its file name or its folder's: ``NN_name``, ``name``, ``name_dev`` or a unit's learner
@@ -68,7 +70,13 @@ def choose_module(source: str | Path | Submission | None = None, explicit: str |
     yet), by the precedence in this module's docstring."""
     units = installed()
     if explicit:
-        return find_unit(explicit, units)
+        chosen = find_unit(explicit, units)
+        if source is not None and len(units) > 1:  # the notebook's own export line never loses in silence
+            said = evidence(source, units.values())[0]
+            if len(said) == 1 and said[0].name != chosen.name:
+                raise ModuleUnitError(f"{_name(source)} says it is module {said[0].name} (its `#| default_exp` line), "
+                                      f"not {chosen.name}: drop --module {explicit}, or give that module's notebook")
+        return chosen
     if source is not None:
         for level in evidence(source, units.values()):
             if len(level) == 1:
