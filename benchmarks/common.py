@@ -17,7 +17,7 @@ from grader.models import Chunk  # noqa: E402
 from grader.plan import Job, plan, submission_seed  # noqa: E402
 from grader.rubric import CheckSpec, load_rubric  # noqa: E402
 from grader.sandbox.bundle import ensure_bundle  # noqa: E402
-from grader.settings import settings  # noqa: E402
+from grader.secret import practice_secret  # noqa: E402
 
 
 def write_job(job_dir: Path, job: Job, chunks: Sequence[Chunk]) -> None:
@@ -37,7 +37,7 @@ def floor_jobs(files: Sequence[Path], work: Path, checks: Sequence[CheckSpec] | 
         job_dir = work / "floor" / f.stem
         job_dir.mkdir(parents=True)
         chosen = tuple(checks if checks is not None else rubric.checks)
-        job = plan(rubric, chosen, submission_seed(sub.sha256, settings().seed_secret))
+        job = plan(rubric, chosen, submission_seed(sub.sha256, practice_secret()))
         write_job(job_dir, job, extract(sub, rubric.targets).chunks)
         jobs.append(job_dir)
     return jobs
