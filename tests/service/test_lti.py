@@ -26,6 +26,7 @@ from grader.service.lti.launch import JWKS_REFETCH_COOLDOWN_S
 from grader.service.lti.routes import app_config, tokens
 from grader.service.settings import Settings
 from grader.service.tables import Assignment, Grading, Submission, utcnow
+from tests.service.conftest import browser
 from tests.service.lti_platform import CLIENT_ID, LMS, Served, lti_toml, rsa_pem
 
 
@@ -36,7 +37,7 @@ def _world(tmp_path: Path, registered: bool = True, allow: tuple[str, ...] = ("1
     (tmp_path / "lti.toml").write_text(lti_toml(lms, "https://testserver", 0.01, registered, allow))
     tokens_seen: list[str] = []
     app = create_app(Settings(data_dir=tmp_path, sweep_interval_s=3600), announce=tokens_seen.append)
-    with TestClient(app, base_url="https://testserver") as client:
+    with browser(app, base_url="https://testserver") as client:
         staff = {"Authorization": "Bearer " + tokens_seen[0].rsplit(" ", 1)[1]}
         lms.tool_jwks = lambda: client.get("/lti/jwks").json()
         assert client.post("/api/courses", json={"slug": "cs249", "title": "ML Systems"}, headers=staff).status_code == 201
@@ -101,10 +102,10 @@ def test_tabs_launching_at_once_all_land_signed_in_as_one_student(world: Any) ->
     barrier, answers = threading.Barrier(len(logins)), []
 
     def tab(data: dict[str, Any]) -> None:
-        with TestClient(client.app, base_url="https://testserver", cookies=client.cookies) as browser:
+        with browser(client.app, base_url="https://testserver", cookies=client.cookies) as other:
             barrier.wait()
-            r = browser.post("/lti/launch", data={"id_token": data["id_token"], "state": data["state"]},
-                             follow_redirects=False)
+            r = other.post("/lti/launch", data={"id_token": data["id_token"], "state": data["state"]},
+                           follow_redirects=False)
             answers.append((r.status_code, r.headers.get("location")))
 
     tabs = [threading.Thread(target=tab, args=(data,)) for data in logins]

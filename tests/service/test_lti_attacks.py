@@ -382,3 +382,14 @@ def test_the_failure_page_says_the_same_whatever_the_address_answered(unregister
     assert len(pages) == 1, pages
     assert ["could not be reached" in details[0], "answered 401" in details[1], "answered 404" in details[2],
             "not JSON" in details[3], "private address" in details[4]] == [True] * 5, details
+
+
+def test_the_launch_from_the_lms_is_cross_site_and_still_accepted(world: Any) -> None:
+    """The launch is a form the LMS's page posts (another site's Origin, or none): the id_token
+    authenticates it, not a session, so the same-site rule of the grader's own forms is not its."""
+    client, served, _ = world
+    for headers in ({"Origin": served.lms.url}, {"Origin": "null"}):
+        data, _ = login(client, served)
+        r = client.post("/lti/launch", data={"id_token": data["id_token"], "state": data["state"]}, headers=headers,
+                        follow_redirects=False)
+        assert r.status_code == 303 and r.headers["location"] == "/c/cs249/m11", r.text

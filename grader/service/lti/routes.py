@@ -33,15 +33,14 @@ from ..tables import Assignment, Staff, Student, utcnow
 from ..web.pages import CSP, error_page, form_page, html
 from ..web.routes import redirect
 from ..web.sessions import (
-    SESSION_COOKIE,
     csrf_ok,
     load_secret,
     local_path,
     principal_of,
-    read_session,
     secure,
-    session_value,
+    session_claim,
     set_session,
+    start_session,
 )
 from . import keys
 from .ags import PassbackLoop, Tokens, deliver_due
@@ -190,7 +189,7 @@ async def launch(request: Request, id_token: Annotated[str, Form(max_length=MAX_
         if done.student_pk is not None:
             student = s.get_one(Student, done.student_pk)
             response = redirect(f"/c/{done.course}/{done.assignment}")
-            set_session(response, request, session_value(secret, "student", student.id, student.token_hash))
+            set_session(response, request, start_session(s, secret, "student", student.id, student.token_hash))
             return response
         return _signed_in_as_staff(request, s, secret, platform.issuer, claims,
                                    f"/staff/c/{done.course}/{done.assignment}")
@@ -211,7 +210,7 @@ def _signed_in_as_staff(request: Request, s: Session, secret: bytes, issuer: str
     staff = s.get(Staff, staff_pk) if staff_pk is not None else None
     if staff is not None:
         response = redirect(then)
-        set_session(response, request, session_value(secret, "staff", staff.id, staff.token_hash))
+        set_session(response, request, start_session(s, secret, "staff", staff.id, staff.token_hash))
         return response
     response = redirect("/signin?next=" + quote(f"/lti/staff-link?then={quote(then, safe='')}", safe=""))
     pending = {"iss": issuer, "sub": sub, "name": claims.get("name", ""), "email": claims.get("email", "")}
@@ -226,7 +225,7 @@ def _set_cookie(response: Response, request: Request, name: str, value: str) -> 
 
 
 def _staff_session(request: Request, s: Session, secret: bytes) -> Principal | None:
-    claim = read_session(secret, request.cookies.get(SESSION_COOKIE, ""))
+    claim = session_claim(secret, request)
     who = principal_of(s, claim) if claim is not None else None
     return who if who is not None and who.staff else None
 
