@@ -21,6 +21,7 @@ from pydantic import Field, ValidationError, model_validator
 
 from .errors import RubricError
 from .models import Record, Visibility
+from .nesting import MAX_DEPTH, toml_too_deep, too_deep
 
 SUPPORTED_SCHEMA = 1
 
@@ -172,7 +173,10 @@ def load_rubric(path: str | Path | None = None, *, module: str | None = None) ->
     p = Path(path) if path is not None else (modules.get(module) if module else modules.default()).rubric_path
     try:
         raw = p.read_bytes()
-        data = tomllib.loads(raw.decode("utf-8"))
+        text = raw.decode("utf-8")
+        if toml_too_deep(text):  # before tomllib, which would recurse (or take hours) on it
+            raise RecursionError
+        data = tomllib.loads(text)
     except FileNotFoundError:
         raise RubricError(f"rubric {p} not found; pass --rubric with a rubric .toml file") from None
     except IsADirectoryError:
@@ -182,6 +186,10 @@ def load_rubric(path: str | Path | None = None, *, module: str | None = None) ->
             from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
         raise RubricError(f"rubric {p} is not valid TOML: {e}") from None
+    except RecursionError:
+        raise RubricError(f"rubric {p} nests tables or arrays too deeply (at most {MAX_DEPTH} levels)") from None
+    if too_deep(data):
+        raise RubricError(f"rubric {p} nests tables or arrays too deeply (at most {MAX_DEPTH} levels)")
     version = data.get("schema_version")
     if not isinstance(version, int):
         raise RubricError(f"rubric {p}: missing integer schema_version (this grader reads {SUPPORTED_SCHEMA})")

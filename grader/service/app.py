@@ -24,6 +24,7 @@ from ..export.roster import RosterError, parse_roster
 from ..load import LoadLimits
 from . import ops
 from .auth import Principal, authenticate, bearer, own_submission, require_course, require_staff
+from .bodies import CheckedRoute
 from .database import Database, StoreUnavailable
 from .dispatch import CeleryDispatcher, Dispatcher, LocalPool
 from .exports import check_stats, export
@@ -133,6 +134,7 @@ def create_app(settings: Settings, *, dispatcher: Dispatcher | None = None,
             db.dispose()
 
     app = FastAPI(title="TinyTorch grading service", version=__version__, lifespan=lifespan)
+    app.router.route_class = CheckedRoute  # JSON bodies nested too deeply: 422 (bodies.py)
     app.state.db, app.state.settings, app.state.waiters = db, settings, waiters
     metrics_registry = registry(db)
     app.include_router(lti_router)

@@ -13,9 +13,9 @@ from dataclasses import asdict
 from datetime import datetime, timedelta
 from pathlib import Path, PurePath
 
-from sqlalchemy import func, select
+from sqlalchemy import delete, func, select
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, object_session
 
 from ..batch.names import is_safe
 from ..errors import Conflict as Conflict  # the service's errors, re-exported for its modules
@@ -29,7 +29,19 @@ from ..load import LoadLimits, load_submission
 from ..models import shown
 from ..rubric import Rubric, load_rubric
 from .schemas import AssignmentIn, AssignmentPatch, CourseIn, Policy
-from .tables import Assignment, Audit, Course, Grading, Meta, Override, Staff, Student, Submission, utcnow
+from .tables import (
+    Assignment,
+    Audit,
+    Course,
+    Grading,
+    Meta,
+    Override,
+    Staff,
+    Student,
+    Submission,
+    WebSession,
+    utcnow,
+)
 
 SEED_SECRET_KEY = "service.seed_secret"
 
@@ -77,6 +89,14 @@ def add_staff(session: Session, name: str) -> str:
     session.add(Staff(name=name, token_hash=token_hash(token)))
     audit(session, "grader", "add_staff", name)
     return token
+
+
+def end_person_sessions(session: Session, kind: str, pk: int | None) -> int:
+    """Delete every browser session of a staff member or student (``web.sessions``)."""
+    if pk is None:
+        return 0
+    done = session.execute(delete(WebSession).where(WebSession.kind == kind, WebSession.principal_pk == pk))
+    return int(getattr(done, "rowcount", 0) or 0)
 
 
 def audit(session: Session, actor: str, action: str, target: str, detail: object = "") -> None:
@@ -218,6 +238,7 @@ def import_roster(session: Session, course: Course, roster: Roster, staff: str, 
                 issued.append({"student_id": entry.student_id, "token": issue_token(student)})
             else:
                 student.token_hash, student.token_issued_at = token_hash(new_token("student")), None
+                end_person_sessions(session, "student", student.id)
         student.name, student.email, student.roster_json = entry.name, entry.email, json.dumps(fields, sort_keys=True)
     audit(session, staff, "import_roster", course.slug, {"students": len(roster.entries), "credentials": len(issued)})
     return issued, problems
@@ -228,6 +249,9 @@ def issue_token(student: Student) -> str:
     session signed in with it, stop working."""
     token = new_token("student")
     student.token_hash, student.token_issued_at = token_hash(token), utcnow()
+    owner = object_session(student)
+    if owner is not None:  # every browser signed in with the old token is signed out
+        end_person_sessions(owner, "student", student.id)
     return token
 
 

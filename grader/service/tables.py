@@ -9,6 +9,7 @@ must stay importable with SQLAlchemy alone (``grader batch`` uses it without the
     gradings                one row per grading of a submission; UNIQUE (submission, generation)
                             makes "exactly one result per grading request" a database rule
     overrides, audit        staff changes, with who, when and why
+    web_sessions            one row per signed-in browser: signing out, or staff, delete it
     workers                 the grading workers seen, with their last heartbeat
 """
 
@@ -34,7 +35,7 @@ from sqlalchemy.types import TypeDecorator
 
 # The Alembic revision these tables correspond to: a store at this revision needs no migration
 # (tests/service/test_store.py checks it against the migration scripts).
-HEAD_REVISION = "0006_student_token_issued"
+HEAD_REVISION = "0007_sessions_invitations"
 
 RESULT_STATUSES = ("graded", "invalid", "failed_to_grade")
 SUBMISSION_STATUSES = ("queued", "grading", *RESULT_STATUSES)
@@ -230,6 +231,19 @@ class Audit(Base):
     action: Mapped[str] = mapped_column(String(64))
     target: Mapped[str] = mapped_column(String(200))
     detail: Mapped[str] = mapped_column(Text, default="")
+
+
+class WebSession(Base):
+    """A browser's sign-in. The session cookie names it (this keeps only the id's hash); signing
+    out deletes it, "sign out everywhere" and a new token delete every one of that person's."""
+
+    __tablename__ = "web_sessions"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)  # sha256 of the cookie's session id
+    kind: Mapped[str] = mapped_column(String(16))  # staff | student
+    principal_pk: Mapped[int] = mapped_column(Integer, index=True)  # staff.id or students.id
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime, index=True)
 
 
 class Worker(Base):

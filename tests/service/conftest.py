@@ -57,6 +57,11 @@ class Course:
         return self.client.get(f"/api/submissions/{submission_id}/result", headers=self.students.get(who, self.staff))
 
 
+def browser(app: Any, base_url: str = "http://testserver", **kwargs: Any) -> TestClient:
+    """A client that posts forms as a browser does: with this site's ``Origin``."""
+    return TestClient(app, base_url=base_url, headers={"Origin": base_url}, **kwargs)
+
+
 def bearer(token: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"}
 
@@ -89,7 +94,7 @@ def settings(tmp_path: Path) -> Settings:
 def embedded(settings: Settings) -> Iterator[tuple[TestClient, str]]:
     """A started embedded service and its first staff token (as printed on first start)."""
     printed: list[str] = []
-    with TestClient(create_app(settings, announce=printed.append)) as client:
+    with browser(create_app(settings, announce=printed.append)) as client:
         assert len(printed) == 1 and "Bearer staff_" in printed[0]
         yield client, printed[0].rsplit(" ", 1)[1]
 

@@ -71,6 +71,7 @@ class LMS:
     custom: dict[str, str] = field(default_factory=dict)  # the link's custom parameters
     deep_links: list[dict[str, Any]] = field(default_factory=list)  # content items received
     registrations: list[dict[str, Any]] = field(default_factory=list)  # dynamic registration requests
+    configuration_requests: int = 0  # how often the OpenID configuration was asked for
     huge_configuration: bool = False  # answer the OpenID configuration with 1 MB
     configuration_changes: dict[str, Any] = field(default_factory=dict)  # merged into the OpenID configuration
     registration_changes: dict[str, Any] = field(default_factory=dict)  # merged into the registration answer
@@ -91,8 +92,10 @@ class LMS:
                 .set_platform_private_key(private).set_platform_public_key(public))
 
 
-def lti_toml(lms: LMS, base_url: str, passback_delay_s: float, registered: bool = True) -> str:
-    """The tool's ``lti.toml`` with this LMS registered (or, ``registered=False``, only the tool)."""
+def lti_toml(lms: LMS, base_url: str, passback_delay_s: float, registered: bool = True,
+             allow: tuple[str, ...] = ("127.0.0.1/32",)) -> str:
+    """The tool's ``lti.toml`` with this LMS registered (or, ``registered=False``, only the tool).
+    ``allow``: the private networks a dynamic registration may reach (this LMS is on 127.0.0.1)."""
     platform = f"""
 [[platform]]
 issuer = "{lms.url}"
@@ -106,6 +109,7 @@ jwks_url = "{lms.url}/jwks"
 [tool]
 base_url = "{base_url}"
 passback_base_delay_s = {passback_delay_s}
+allow_private_networks = [{", ".join(f'"{a}"' for a in allow)}]
 {platform if registered else ""}"""
 
 
@@ -166,6 +170,7 @@ def build_app(lms: LMS) -> tuple[FastAPI, PlatformConf]:
     # LTI Dynamic Registration (the library has none: these two answer as its spec describes)
     @app.get("/.well-known/openid-configuration")
     def openid_configuration(request: Request) -> Any:
+        lms.configuration_requests += 1
         if request.headers.get("authorization") != "Bearer reg-token-1":
             return JSONResponse({"error": "registration token required"}, status_code=401)
         if lms.huge_configuration:

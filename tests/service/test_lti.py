@@ -26,16 +26,18 @@ from grader.service.lti.launch import JWKS_REFETCH_COOLDOWN_S
 from grader.service.lti.routes import app_config, tokens
 from grader.service.settings import Settings
 from grader.service.tables import Assignment, Grading, Submission, utcnow
+from tests.service.conftest import browser
 from tests.service.lti_platform import CLIENT_ID, LMS, Served, lti_toml, rsa_pem
 
 
-def _world(tmp_path: Path, registered: bool = True) -> Iterator[tuple[TestClient, Served, dict[str, str]]]:
+def _world(tmp_path: Path, registered: bool = True, allow: tuple[str, ...] = ("127.0.0.1/32",)
+           ) -> Iterator[tuple[TestClient, Served, dict[str, str]]]:
     lms = LMS()
     served = Served(lms)
-    (tmp_path / "lti.toml").write_text(lti_toml(lms, "https://testserver", 0.01, registered))
+    (tmp_path / "lti.toml").write_text(lti_toml(lms, "https://testserver", 0.01, registered, allow))
     tokens_seen: list[str] = []
     app = create_app(Settings(data_dir=tmp_path, sweep_interval_s=3600), announce=tokens_seen.append)
-    with TestClient(app, base_url="https://testserver") as client:
+    with browser(app, base_url="https://testserver") as client:
         staff = {"Authorization": "Bearer " + tokens_seen[0].rsplit(" ", 1)[1]}
         lms.tool_jwks = lambda: client.get("/lti/jwks").json()
         assert client.post("/api/courses", json={"slug": "cs249", "title": "ML Systems"}, headers=staff).status_code == 201
@@ -100,10 +102,10 @@ def test_tabs_launching_at_once_all_land_signed_in_as_one_student(world: Any) ->
     barrier, answers = threading.Barrier(len(logins)), []
 
     def tab(data: dict[str, Any]) -> None:
-        with TestClient(client.app, base_url="https://testserver", cookies=client.cookies) as browser:
+        with browser(client.app, base_url="https://testserver", cookies=client.cookies) as other:
             barrier.wait()
-            r = browser.post("/lti/launch", data={"id_token": data["id_token"], "state": data["state"]},
-                             follow_redirects=False)
+            r = other.post("/lti/launch", data={"id_token": data["id_token"], "state": data["state"]},
+                           follow_redirects=False)
             answers.append((r.status_code, r.headers.get("location")))
 
     tabs = [threading.Thread(target=tab, args=(data,)) for data in logins]
@@ -439,22 +441,37 @@ def test_dynamic_registration_with_a_staff_invitation_then_a_launch(unregistered
     assert again.status_code == 400 and "used already" in unescape(again.text)
 
 
-@pytest.mark.parametrize("invite, config, reason", [
-    ("forged.0123", "{lms}/.well-known/openid-configuration", "not valid or has expired"),
-    (None, "http://127.0.0.1:1/.well-known/openid-configuration", "could not be reached"),
-    (None, "{lms}/.well-known/openid-configuration?x=1", "registered"),
+FAILED = re.compile(r"registration failed\. .*reference for course staff: LTI event (\d+)\.", re.S)
+
+
+def failure_detail(client: TestClient, staff: dict[str, str], r: Any) -> str:
+    """A failed registration's page says only that; its event in the staff log says why."""
+    assert r.status_code == 400, r.text
+    found = FAILED.search(unescape(r.text))
+    assert found, r.text
+    [event] = [e for e in client.get("/lti/events", headers=staff).json() if e["id"] == int(found.group(1))]
+    assert event["kind"] == "registration_failed"
+    return str(event["detail"])
+
+
+@pytest.mark.parametrize("invite, config, page, detail", [
+    ("forged.0123", "{lms}/.well-known/openid-configuration", "not valid or has expired", ""),
+    (None, "", "no openid_configuration URL", ""),
+    (None, "http://127.0.0.1:1/.well-known/openid-configuration", "", "could not be reached (ConnectError)"),
+    (None, "{lms}/.well-known/openid-configuration?x=1", "", "OpenID configuration answered 401"),
 ])
 def test_dynamic_registration_refuses_what_it_cannot_trust(unregistered: Any, invite: str | None, config: str,
-                                                           reason: str) -> None:
+                                                           page: str, detail: str) -> None:
     client, served, staff = unregistered
     url = client.post("/lti/registrations", headers=staff).json()["url"]
     if invite is not None:
         url = "/lti/register?" + urlencode({"invite": invite})
     r = client.get(opening(url, config.format(lms=served.lms.url), "wrong-token" if "x=1" in config else "reg-token-1"))
-    if reason == "registered":  # the platform refused our registration token: nothing is stored
-        assert r.status_code == 400 and "answered 401" in unescape(r.text)
+    if page:  # the invitation itself is refused: nothing was asked of anyone
+        assert r.status_code == 400 and page in unescape(r.text), r.text
+        assert served.lms.configuration_requests == 0
     else:
-        assert r.status_code == 400 and reason in unescape(r.text), r.text
+        assert detail in failure_detail(client, staff, r)
     assert served.lms.registrations == []
 
 
@@ -535,7 +552,7 @@ def test_oversized_launches_and_platform_answers_are_refused_unread(unregistered
     served.lms.huge_configuration = True
     url = client.post("/lti/registrations", headers=staff).json()["url"]
     r = client.get(opening(url, f"{served.lms.url}/.well-known/openid-configuration", "reg-token-1"))
-    assert r.status_code == 400 and "larger than 256 kB" in unescape(r.text)
+    assert "larger than 256 kB" in failure_detail(client, staff, r) and len(r.text) < 5000
 
 
 def test_an_override_stands_through_a_regrade_and_its_removal_sends_the_automatic_score(world: Any) -> None:

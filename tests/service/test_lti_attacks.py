@@ -4,6 +4,9 @@ that is not a web page, and by other web pages."""
 
 from __future__ import annotations
 
+import re
+import socket
+import threading
 from collections.abc import Iterator
 from html import unescape
 from pathlib import Path
@@ -18,6 +21,7 @@ from tests.service.test_lti import (
     _world,
     claims_of,
     deliver,
+    failure_detail,
     grade,
     launch,
     login,
@@ -251,3 +255,141 @@ def test_a_second_lms_account_cannot_take_over_a_student_another_account_launche
                            "email": "alice@example.edu"}]
     sync = client.post("/lti/courses/cs249/roster/sync", headers=staff)  # the roster import does not either
     assert sync.status_code == 200 and sync.json()["conflicts"] == 1, sync.text
+
+
+# ---- dynamic registration is no way to reach the tool's own network -----------------------------
+
+CONFIGURATION = "/.well-known/openid-configuration"
+
+
+@pytest.fixture
+def closed(tmp_path: Path) -> Iterator[Any]:
+    """The tool with no platform, and an lti.toml that allows no private network (the default)."""
+    yield from _world(tmp_path, registered=False, allow=())
+
+
+class Listener:
+    """A TCP listener on 127.0.0.1 that keeps whatever anyone sends it (and answers nothing)."""
+
+    def __init__(self) -> None:
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.sock.settimeout(0.2)
+        self.port = self.sock.getsockname()[1]
+        self.received = b""
+        self.running = True
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        while self.running:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                continue
+            with conn:
+                conn.settimeout(1)
+                try:
+                    self.received += conn.recv(65536)
+                except OSError:
+                    pass
+
+    def stop(self) -> None:
+        self.running = False
+        self.thread.join(timeout=5)
+        self.sock.close()
+
+
+def test_an_invitation_is_used_up_by_its_first_attempt_even_one_that_failed(unregistered: Any) -> None:
+    client, served, staff = unregistered
+    url = client.post("/lti/registrations", headers=staff).json()["url"]
+    failed = client.get(opening(url, served.lms.url + CONFIGURATION, "wrong-token"))
+    assert "answered 401" in failure_detail(client, staff, failed)
+    again = client.get(opening(url, served.lms.url + CONFIGURATION, "reg-token-1"))
+    assert again.status_code == 400 and "used already" in unescape(again.text), again.text
+    assert served.lms.configuration_requests == 1 and served.lms.registrations == []
+    fresh = client.post("/lti/registrations", headers=staff).json()["url"]  # a new invitation works
+    assert client.get(opening(fresh, served.lms.url + CONFIGURATION, "reg-token-1")).status_code == 200
+
+
+def test_a_registration_endpoint_off_the_configurations_site_is_never_posted_to(unregistered: Any) -> None:
+    """The attacker's configuration names a listener of the tool's own network as its registration
+    endpoint, hoping for the tool's JSON with an Authorization header of their choosing."""
+    client, served, staff = unregistered
+    listener = Listener()
+    port = served.lms.url.rsplit(":", 1)[1]
+    try:
+        for endpoint in (f"http://127.0.0.1:{listener.port}/admin", f"http://localhost:{port}/register",
+                         f"https://{'127.0.0.1'}:{port}/register", "http://10.0.0.7/register"):
+            served.lms.configuration_changes = {"registration_endpoint": endpoint}
+            url = client.post("/lti/registrations", headers=staff).json()["url"]
+            r = client.get(opening(url, served.lms.url + CONFIGURATION, "reg-token-1"))
+            assert "registration_endpoint" in failure_detail(client, staff, r) and endpoint not in r.text
+            assert "not on the site of its configuration URL" in failure_detail(client, staff, r)
+    finally:
+        listener.stop()
+    assert listener.received == b"" and served.lms.registrations == []
+
+
+@pytest.mark.parametrize("where", [
+    "{lms}", "http://localhost:{port}", "http://[::1]:{port}", "http://[::ffff:127.0.0.1]:{port}", "http://10.0.0.7",
+    "http://169.254.169.254", "http://192.168.1.1:8080", "http://0.0.0.0:{port}", "http://100.64.0.1",
+])
+def test_loopback_link_local_and_private_addresses_are_refused_unless_lti_toml_allows_them(
+        closed: Any, where: str, caplog: pytest.LogCaptureFixture) -> None:
+    client, served, staff = closed
+    port = served.lms.url.rsplit(":", 1)[1]
+    url = client.post("/lti/registrations", headers=staff).json()["url"]
+    r = client.get(opening(url, where.format(lms=served.lms.url, port=port) + CONFIGURATION, "reg-token-1"))
+    detail = failure_detail(client, staff, r)
+    assert "private address" in detail and "allow_private_networks" in detail, detail
+    assert served.lms.configuration_requests == 0 and served.lms.registrations == []
+    assert any("registration_failed" in m and "private address" in m for m in caplog.messages)  # the service log
+
+
+def test_a_host_name_is_checked_by_the_addresses_it_resolves_to(closed: Any, monkeypatch: pytest.MonkeyPatch
+                                                                ) -> None:
+    """An innocent-looking name that resolves to the tool's own network is refused (and the
+    address checked is the one connected to: no second lookup can return another)."""
+    client, served, staff = closed
+    port = int(served.lms.url.rsplit(":", 1)[1])
+    real = socket.getaddrinfo
+
+    def lookup(host: Any, *args: Any, **kwargs: Any) -> Any:
+        return real("127.0.0.1" if host == "lms.example.edu" else host, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", lookup)
+    url = client.post("/lti/registrations", headers=staff).json()["url"]
+    r = client.get(opening(url, f"http://lms.example.edu:{port}{CONFIGURATION}", "reg-token-1"))
+    assert "'lms.example.edu' resolves to 127.0.0.1" in failure_detail(client, staff, r)
+    assert served.lms.configuration_requests == 0
+
+
+def test_the_failure_page_says_the_same_whatever_the_address_answered(unregistered: Any) -> None:
+    """Refused, 401, 404, an HTML page, a private address: one page, but for its reference number."""
+    client, served, staff = unregistered
+    pages, details = set(), []
+    for config, token in (("http://127.0.0.1:1" + CONFIGURATION, "reg-token-1"),
+                          (served.lms.url + CONFIGURATION, "wrong-token"),
+                          (served.lms.url + "/nothing-here", "reg-token-1"),
+                          (served.lms.url + "/docs", "reg-token-1"),
+                          ("http://10.0.0.7" + CONFIGURATION, "reg-token-1")):
+        url = client.post("/lti/registrations", headers=staff).json()["url"]
+        r = client.get(opening(url, config, token))
+        details.append(failure_detail(client, staff, r))
+        text = unescape(r.text)
+        assert not any(word in text for word in ("401", "404", "JSON", "reached", "private", "10.0.0.7")), text
+        pages.add(re.sub(r"LTI event \d+", "LTI event N", text))
+    assert len(pages) == 1, pages
+    assert ["could not be reached" in details[0], "answered 401" in details[1], "answered 404" in details[2],
+            "not JSON" in details[3], "private address" in details[4]] == [True] * 5, details
+
+
+def test_the_launch_from_the_lms_is_cross_site_and_still_accepted(world: Any) -> None:
+    """The launch is a form the LMS's page posts (another site's Origin, or none): the id_token
+    authenticates it, not a session, so the same-site rule of the grader's own forms is not its."""
+    client, served, _ = world
+    for headers in ({"Origin": served.lms.url}, {"Origin": "null"}):
+        data, _ = login(client, served)
+        r = client.post("/lti/launch", data={"id_token": data["id_token"], "state": data["state"]}, headers=headers,
+                        follow_redirects=False)
+        assert r.status_code == 303 and r.headers["location"] == "/c/cs249/m11", r.text

@@ -117,3 +117,33 @@ def test_credentials_are_stored_hashed(course: Course, settings: object) -> None
     assert len(stored) == 3 and not set(tokens) & set(stored)
     assert all(len(h) == 64 for h in stored)
     assert ROSTER  # the roster the credentials came from
+
+
+@pytest.mark.parametrize("rubric", [
+    "schema_version = 1\na = " + "[" * 50_000 + "]" * 50_000,  # RecursionError in tomllib
+    "schema_version = 1\na = " + "{b = " * 5_000 + "1" + "}" * 5_000,
+    "schema_version = 1\n" + ".".join(["a"] * 50_000) + " = 1",  # parses, but nests 50 000 tables deep
+    "schema_version = 1\na = " + "[" * 40 + "]" * 40,
+])
+def test_a_rubric_nested_too_deeply_is_a_422_not_a_500(course: Course, rubric: str) -> None:
+    for r in (course.client.post("/api/courses/cs249/assignments", headers=course.staff,
+                                 json={"slug": "deep", "rubric_toml": rubric}),
+              course.client.patch(course.base, headers=course.staff, json={"rubric_toml": rubric})):
+        assert r.status_code == 422 and "nests tables or arrays too deeply (at most 32 levels)" in r.text, r.text[:500]
+
+
+@pytest.mark.parametrize("body", [
+    '{"slug": "deep", "policy": ' + "[" * 100_000 + "]" * 100_000 + "}",
+    '{"slug": "deep", "title": ' + '{"a": ' * 100_000 + "1" + "}" * 100_000 + "}",
+    '{"slug": "deep", "policy": {"checks": ' + "[" * 40 + "]" * 40 + "}}",
+])
+def test_a_json_body_nested_too_deeply_is_a_422_that_says_so(course: Course, body: str) -> None:
+    headers = course.staff | {"Content-Type": "application/json"}
+    r = course.client.post("/api/courses/cs249/assignments", headers=headers, content=body)
+    assert r.status_code == 422, r.text[:500]
+    assert r.json()["detail"] == [{"loc": ["body"], "msg": "the JSON body nests arrays or objects more than 32 "
+                                                           "levels deep"}]
+    # brackets inside strings are text, not nesting
+    r = course.client.post("/api/courses/cs249/assignments", headers=course.staff,
+                           json={"slug": "brackets", "title": "[" * 100 + '\\"{' * 20})
+    assert r.status_code == 201, r.text

@@ -15,7 +15,7 @@ from fastapi.testclient import TestClient
 from grader.models import CodeCell
 from grader.service.web.code import excerpt, excerpts_for, named_targets
 from grader.service.web.sessions import read_session, session_value
-from tests.service.conftest import EMBEDDINGS_RUBRIC, SUBMISSIONS, Course, make_course
+from tests.service.conftest import EMBEDDINGS_RUBRIC, SUBMISSIONS, Course, browser, make_course
 
 XSS = "<script>document.title='pwned'</script>"
 
@@ -27,11 +27,11 @@ def csrf_of(html: str) -> str:
 
 
 def sign_in(client: TestClient, token: str) -> str:
-    """Sign the client's cookie jar in; returns the CSRF token of its forms."""
+    """Sign the client's cookie jar in; returns the CSRF token of its forms (bound to the session)."""
     csrf = csrf_of(client.get("/signin").text)
     r = client.post("/signin", data={"token": token, "csrf": csrf}, follow_redirects=False)
     assert r.status_code == 303, r.text
-    return csrf
+    return csrf_of(client.get("/signin").text)
 
 
 def token_of(header: dict[str, str]) -> str:
@@ -57,15 +57,23 @@ def test_sign_in_sets_a_session_cookie_that_is_httponly_samesite_and_holds_no_to
 
 
 def test_cookies_are_secure_behind_tls(settings: Any) -> None:
+    """Over TLS the cookies are Secure and __Host- prefixed (Path=/, no Domain), so that no other
+    site, a sibling subdomain included, can set them."""
     from grader.service.app import create_app
 
     printed: list[str] = []
-    with TestClient(create_app(settings, announce=printed.append), base_url="https://grader.example") as client:
-        csrf = csrf_of(client.get("/signin").text)
-        r = client.post("/signin", data={"token": printed[0].rsplit(" ", 1)[1], "csrf": csrf},
+    with browser(create_app(settings, announce=printed.append), base_url="https://grader.example") as client:
+        page = client.get("/signin")
+        assert page.headers["set-cookie"].startswith("__Host-grader_csrf=")
+        r = client.post("/signin", data={"token": printed[0].rsplit(" ", 1)[1], "csrf": csrf_of(page.text)},
                         follow_redirects=False)
         cookies = [v for k, v in r.headers.multi_items() if k == "set-cookie"]
         assert cookies and all("Secure" in c and "HttpOnly" in c for c in cookies)
+        assert all(c.startswith("__Host-") and "Path=/;" in c + ";" and "domain" not in c.lower() for c in cookies)
+        assert client.get("/staff").status_code == 200  # read back by its prefixed name
+        value = client.cookies["__Host-grader_session"]
+        plain = browser(client.app, base_url="https://grader.example", cookies={"grader_session": value})
+        assert plain.get("/staff", follow_redirects=False).status_code == 303  # an unprefixed one is not read
 
 
 def test_a_wrong_token_is_refused_with_a_page_not_a_traceback(course: Course) -> None:
@@ -85,7 +93,7 @@ def test_every_form_post_needs_its_csrf_token(course: Course) -> None:
         assert client.post(url, data=form | {"csrf": csrf}, headers={"Origin": "https://evil.example"}
                            ).status_code == 403, url
     assert client.post("/signin", data={"token": token_of(course.students["alice"]), "csrf": "x"}).status_code == 403
-    student = TestClient(client.app)
+    student = browser(client.app)
     student_csrf = sign_in(student, token_of(course.students["bob"]))
     r = student.post("/c/cs249/m11/upload", data={"csrf": student_csrf[::-1]},
                      files={"file": ("nb.ipynb", (SUBMISSIONS / "correct_tinytorch.ipynb").read_bytes())})
@@ -110,7 +118,7 @@ def test_pages_carry_a_csp_without_inline_script_and_no_inline_script_or_style(c
 
 def test_a_student_reaches_neither_anothers_pages_nor_staff_pages(course: Course) -> None:
     alices = graded(course, "alice", "bug_sin_cos_swapped.ipynb")
-    bob = TestClient(course.client.app)
+    bob = browser(course.client.app)
     sign_in(bob, token_of(course.students["bob"]))
     for url in (f"/s/{alices}", f"/s/{alices}/events"):
         assert bob.get(url).status_code == 404, url
@@ -118,7 +126,7 @@ def test_a_student_reaches_neither_anothers_pages_nor_staff_pages(course: Course
         r = bob.get(url)
         assert r.status_code == 403 and "Alice" not in r.text and "sin_values" not in r.text, url
     assert bob.get("/c/cs249/m11/compare", params={"a": alices, "b": alices}).status_code == 404
-    anonymous = TestClient(course.client.app)
+    anonymous = browser(course.client.app)
     r = anonymous.get(f"/s/{alices}", follow_redirects=False)
     assert r.status_code == 303 and r.headers["location"].startswith("/signin")
 
@@ -133,7 +141,7 @@ def test_a_forged_or_expired_session_or_a_rotated_token_signs_out() -> None:
 
 
 def test_rotating_a_students_token_ends_their_browser_sessions(course: Course) -> None:
-    alice = TestClient(course.client.app)
+    alice = browser(course.client.app)
     sign_in(alice, token_of(course.students["alice"]))
     assert alice.get("/home").status_code == 200
     r = course.client.post("/api/courses/cs249/roster", params={"rotate": "true"}, headers=course.staff,
@@ -161,7 +169,7 @@ def test_the_student_page_follows_the_release_policy(embedded: tuple[TestClient,
 
 def test_staff_page_shows_hidden_detail_the_student_page_does_not(course: Course) -> None:
     sub = graded(course, "alice", "bug_sin_cos_swapped.ipynb")
-    student = TestClient(course.client.app)
+    student = browser(course.client.app)
     sign_in(student, token_of(course.students["alice"]))
     mine = student.get(f"/s/{sub}").text
     sign_in(course.client, token_of(course.staff))
@@ -186,7 +194,7 @@ def test_student_text_is_escaped_on_every_page(embedded: tuple[TestClient, str])
     sub = r.json()["id"]
     client.get(f"/api/submissions/{sub}", params={"wait": 60}, headers=eve)
     pages = []
-    student = TestClient(client.app)
+    student = browser(client.app)
     sign_in(student, creds["credentials"][0]["token"])
     pages += [student.get(u).text for u in ("/home", "/c/x/a", f"/s/{sub}")]
     sign_in(client, staff)
@@ -269,3 +277,78 @@ def test_the_dashboard_and_the_staff_list_show_every_roster_student_and_late_wor
     only_missing = client.get("/staff/c/cs249/m11", params={"status": "missing"}).text
     assert f"{absent} of {len(course.students)} roster students shown" in only_missing
     assert "Regrade all (1)" in page
+
+
+def test_signing_out_ends_the_session_in_the_store_so_a_copied_cookie_is_dead(course: Course) -> None:
+    client = course.client
+    csrf = sign_in(client, token_of(course.students["alice"]))
+    copied = browser(client.app, cookies={"grader_session": client.cookies["grader_session"]})
+    assert copied.get("/home").status_code == 200
+    assert client.post("/signout", data={"csrf": csrf}, follow_redirects=False).status_code == 303
+    assert copied.get("/home", follow_redirects=False).status_code == 303  # not 200 for the rest of its 12 h
+    sign_in(client, token_of(course.students["alice"]))  # the token still signs in
+    assert client.get("/home").status_code == 200
+
+
+def test_staff_sign_out_everywhere_ends_every_browser_of_theirs(course: Course) -> None:
+    laptop, phone = browser(course.client.app), browser(course.client.app)
+    csrf = sign_in(laptop, token_of(course.staff))
+    sign_in(phone, token_of(course.staff))
+    home = laptop.get("/staff")
+    assert 'action="/staff/signout-everywhere"' in home.text and "Sign out everywhere" in home.text
+    r = laptop.post("/staff/signout-everywhere", data={"csrf": csrf}, follow_redirects=False)
+    assert r.status_code == 303 and r.headers["location"] == "/signin"
+    for b in (laptop, phone):
+        assert b.get("/staff", follow_redirects=False).status_code == 303
+    assert course.client.get("/api/courses", headers=course.staff).status_code == 200  # the token itself stays
+    audit = course.client.get("/api/audit", headers=course.staff)
+    assert audit.status_code == 200 and "signout_everywhere" in audit.text
+
+
+def test_staff_sign_a_student_out_of_every_browser_from_the_roster(course: Course) -> None:
+    alice = browser(course.client.app)
+    sign_in(alice, token_of(course.students["alice"]))
+    staff = browser(course.client.app)
+    csrf = sign_in(staff, token_of(course.staff))
+    page = staff.get("/staff/courses/cs249")
+    assert 'action="/staff/courses/cs249/signout"' in page.text
+    r = staff.post("/staff/courses/cs249/signout", data={"csrf": csrf, "student_id": "alice"})
+    assert r.status_code == 200 and "alice is signed out of 1 browser session." in r.text, r.text
+    assert alice.get("/home", follow_redirects=False).status_code == 303
+    sign_in(alice, token_of(course.students["alice"]))  # her sign-in token still works
+    assert alice.get("/home").status_code == 200
+    assert staff.post("/staff/courses/cs249/signout", data={"csrf": csrf, "student_id": "nobody"}).status_code == 404
+
+
+def test_a_planted_csrf_cookie_and_its_token_do_not_pass_for_a_signed_in_browser(course: Course) -> None:
+    """A site that can set the victim's cookies plants its own CSRF cookie, with the token it got
+    for it: the token is bound to the victim's session, so the pair is refused."""
+    sub = graded(course, "alice", "correct_tinytorch.ipynb")
+    victim = browser(course.client.app)
+    sign_in(victim, token_of(course.staff))
+    attacker = browser(course.client.app)
+    planted_token = csrf_of(attacker.get("/signin").text)
+    planted = browser(course.client.app, cookies={"grader_session": victim.cookies["grader_session"],
+                                                  "grader_csrf": attacker.cookies["grader_csrf"]})
+    assert planted.get("/staff").status_code == 200  # the victim's session, with the attacker's CSRF cookie
+    for url, form in ((f"/staff/s/{sub}/override", {"score": "0", "reason": "planted"}), ("/signout", {}),
+                      (f"/staff/s/{sub}/regrade", {})):
+        assert planted.post(url, data=form | {"csrf": planted_token}, follow_redirects=False).status_code == 403, url
+    assert course.client.get(f"/api/submissions/{sub}/result", headers=course.staff).json()["overrides"] == []
+    assert victim.get("/staff").status_code == 200
+
+
+def test_a_form_post_without_origin_or_referer_or_from_another_site_is_refused(course: Course) -> None:
+    client = course.client
+    csrf = sign_in(client, token_of(course.staff))
+    bare = TestClient(client.app, cookies=client.cookies)  # sends neither Origin nor Referer
+    for url in ("/staff/c/cs249/m11/regrade", "/signout", "/staff/signout-everywhere", "/staff/courses"):
+        assert bare.post(url, data={"csrf": csrf, "slug": "x", "title": "X"}).status_code == 403, url
+        for header in ({"Origin": "null"}, {"Origin": "https://evil.example"},
+                       {"Referer": "https://evil.example/page"}, {"Referer": "not a url"}):
+            assert bare.post(url, data={"csrf": csrf, "slug": "x", "title": "X"}, headers=header).status_code == 403
+    assert bare.post("/signin", data={"token": token_of(course.staff), "csrf": csrf}).status_code == 403
+    r = bare.post("/staff/c/cs249/m11/regrade", data={"csrf": csrf}, headers={"Referer": "http://testserver/staff"},
+                  follow_redirects=False)
+    assert r.status_code == 303  # a Referer of this site will do when a browser sends no Origin
+    assert client.get("/staff").status_code == 200

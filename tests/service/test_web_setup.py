@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from tests.service.conftest import Course, bearer
+from tests.service.conftest import Course, bearer, browser
 from tests.service.test_web import csrf_of, sign_in, token_of
 
 ROSTER = ("student_id,name,email\nann,Ann Lee,ann@example.edu\nben,\"=HYPERLINK(\"\"http://x\"\")\",ben@example.edu\n"
@@ -160,7 +160,7 @@ def test_roster_import_then_the_sign_in_csv_whose_links_and_tokens_sign_each_stu
         assert row["link"] == f"http://testserver/signin#token={row['token']}"  # after '#': never sent to a server
         assert client.get("/api/me", headers=bearer(row["token"])).json() == {"kind": "student",
                                                                              "name": row["student_id"]}
-    student = TestClient(client.app)
+    student = browser(client.app)
     sign_in(student, rows[0]["token"])
     assert student.get("/home").status_code == 200
     assert "<strong>0</strong> not yet handed a sign-in" in client.get("/staff/courses/ml").text
@@ -200,7 +200,7 @@ def test_one_button_gives_one_student_a_new_sign_in_and_the_old_one_stops_workin
     page = client.get("/staff/courses/cs249").text
     assert page.count('action="/staff/courses/cs249/rotate"') == 2  # one button per student
     assert "<strong>0</strong> not yet handed a sign-in" in page  # the API's import handed them out
-    alice = TestClient(client.app)
+    alice = browser(client.app)
     sign_in(alice, token_of(course.students["alice"]))
 
     r = client.post("/staff/courses/cs249/rotate", data={"csrf": csrf, "student_id": "alice"})
@@ -232,7 +232,7 @@ def test_setup_forms_need_their_csrf_token_and_a_staff_sign_in(course: Course) -
         assert client.post(url, data=form | {"csrf": "0" * 64}, **extra).status_code == 403, url
         assert client.post(url, data=form | {"csrf": csrf}, headers={"Origin": "https://evil.example"},
                            **extra).status_code == 403, url
-    bob = TestClient(client.app)
+    bob = browser(client.app)
     bob_csrf = sign_in(bob, token_of(course.students["bob"]))
     for url in ("/staff/courses", "/staff/courses/cs249"):
         r = bob.get(url)
@@ -240,7 +240,7 @@ def test_setup_forms_need_their_csrf_token_and_a_staff_sign_in(course: Course) -
     for url, form, extra in posts:
         r = bob.post(url, data=form | {"csrf": bob_csrf}, **extra)
         assert r.status_code == 403 and "student_" not in r.text, url
-    anonymous = TestClient(client.app)
+    anonymous = browser(client.app)
     r = anonymous.get("/staff/courses/cs249", follow_redirects=False)
     assert r.status_code == 303 and r.headers["location"].startswith("/signin")
     anonymous_csrf = csrf_of(anonymous.get("/signin").text)

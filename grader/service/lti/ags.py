@@ -80,7 +80,7 @@ def _token_of(r: httpx2.Response) -> tuple[str, float]:
     try:
         body = r.json()
         value, life = body["access_token"], float(body.get("expires_in", 3600))
-    except (ValueError, KeyError, TypeError, AttributeError):
+    except (ValueError, KeyError, TypeError, AttributeError, RecursionError):
         value, life = None, 0.0
     if not isinstance(value, str) or not value:
         raise PassbackError(f"the token endpoint's answer has no access token (a JSON object with a string "
@@ -261,7 +261,7 @@ def _lineitem(db: Database, item: Due, tokens: Tokens, http: httpx2.Client) -> s
         raise PassbackError(f"creating the line item answered {r.status_code}: {r.text[:200]}")
     try:
         url = r.json()["id"]
-    except (ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError, RecursionError):
         url = None
     if not isinstance(url, str) or not web_url(url):
         raise PassbackError(f"the line item the platform made has no http(s) URL as its id: {r.text[:200]}")

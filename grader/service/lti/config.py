@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...errors import GraderError
+from .network import Network, networks
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,8 @@ class LtiConfig:
     platforms: tuple[Platform, ...] = ()
     passback_base_delay_s: float = 5.0  # retry after 5, 10, 20 ... s
     passback_max_delay_s: float = 3600.0
+    # loopback, link-local and private networks a dynamic registration may reach (none by default)
+    allow_private_networks: tuple[Network, ...] = ()
 
     @property
     def launch_url(self) -> str:
@@ -62,7 +65,8 @@ def load_config(path: Path) -> LtiConfig | None:
                           for p in raw.get("platform", []))
         return LtiConfig(base_url=tool["base_url"], platforms=platforms,
                          passback_base_delay_s=float(tool.get("passback_base_delay_s", 5.0)),
-                         passback_max_delay_s=float(tool.get("passback_max_delay_s", 3600.0)))
+                         passback_max_delay_s=float(tool.get("passback_max_delay_s", 3600.0)),
+                         allow_private_networks=networks(tool.get("allow_private_networks", [])))
     except (tomllib.TOMLDecodeError, KeyError, TypeError, ValueError) as e:
         raise GraderError(f"{path}: not a usable LTI configuration ({type(e).__name__}: {e}); see docs/LTI.md for "
                           "the fields of [tool] and each [[platform]]") from None

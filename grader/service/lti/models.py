@@ -11,6 +11,7 @@
                     superseded (not the score that counts: an older submission's, or replaced before sending)
     lti_events      rejected launches and passback failures, for staff
     lti_platforms   LMS registrations made by LTI dynamic registration (``lti.toml`` holds the others)
+    lti_invitations dynamic registration invitations already opened: each is good for one attempt
 """
 
 from __future__ import annotations
@@ -141,3 +142,13 @@ class LtiPlatform(Base):
     product: Mapped[str] = mapped_column(String(200), default="")  # the LMS's product family code
     registered_by: Mapped[str] = mapped_column(String(64))  # the staff member who made the invitation
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class LtiInvitation(Base):
+    """A registration invitation that was used (its first attempt, whether it registered or not)."""
+
+    __tablename__ = "lti_invitations"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)  # the invitation's random id
+    used_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    made_by: Mapped[str] = mapped_column(String(64), default="")  # the staff member who made it

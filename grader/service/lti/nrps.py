@@ -38,7 +38,7 @@ def _members(url: str, token: str, http: httpx2.Client) -> list[dict[str, Any]]:
             raise PassbackError(f"the membership service answered {r.status_code}: {r.text[:200]}")
         try:
             body = r.json()
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested too deeply for Python
             body = None
         page = body.get("members") if isinstance(body, dict) else None
         if not isinstance(page, list):

@@ -1,14 +1,20 @@
 """Platforms: those registered by configuration (``lti.toml``), and those registered by LTI
 Dynamic Registration. Staff make an invitation (a signed URL, valid a day, usable once); the
 LMS admin pastes it into the LMS, which opens it with its ``openid_configuration`` URL and a
-registration token. The tool reads the platform's configuration (its issuer must be the
-configuration URL's own site), posts its client registration, and keeps the client id and
-deployment id the platform answers with."""
+registration token. The tool reads the platform's configuration (its issuer and its
+registration endpoint must be on the configuration URL's own site), posts its client
+registration, and keeps the client id and deployment id the platform answers with.
+
+Those URLs come from whoever holds the invitation, so: the first attempt uses the invitation up
+(it registers or not), the tool connects to no loopback, link-local or private address unless
+``lti.toml`` allows its network (``network.py``), and the page the LMS shows says only that the
+registration failed, with a reference to the staff log's event that says why."""
 
 from __future__ import annotations
 
 import json
 import secrets
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode, urlparse
 
@@ -21,7 +27,8 @@ from ...errors import LaunchRejected
 from .checks import shown, web_url
 from .config import LtiConfig, Platform
 from .links import seal, unseal
-from .models import LtiPlatform
+from .models import LtiInvitation, LtiPlatform
+from .network import AddressRefused
 
 INVITE = "lti-registration"
 INVITE_TTL_S = 24 * 3600
@@ -67,7 +74,8 @@ def invitation_url(config: LtiConfig, secret: bytes, staff: str) -> str:
 
 
 def _get_json(http: httpx2.Client, url: str, what: str, **kwargs: Any) -> dict[str, Any]:
-    """The platform's JSON answer, read up to ``MAX_DOCUMENT`` bytes (a larger one is refused)."""
+    """The platform's JSON answer, read up to ``MAX_DOCUMENT`` bytes (a larger one is refused).
+    Every failure says exactly what happened: it goes to the staff log, never to the page."""
     content = b""
     try:
         with http.stream(kwargs.pop("method", "GET"), url, **kwargs) as r:
@@ -78,28 +86,72 @@ def _get_json(http: httpx2.Client, url: str, what: str, **kwargs: Any) -> dict[s
                     raise LaunchRejected(f"the platform's {what} is larger than {MAX_DOCUMENT // 1024} kB")
     except httpx2.HTTPError as e:
         raise LaunchRejected(f"the platform's {what} could not be reached ({type(e).__name__})") from None
+    except AddressRefused as e:
+        raise LaunchRejected(f"the platform's {what} was not asked: {e}") from None
     if status not in (200, 201):
         raise LaunchRejected(f"the platform's {what} answered {status}")
     try:
         body = json.loads(content)
-    except ValueError:
+    except (ValueError, RecursionError):
         raise LaunchRejected(f"the platform's {what} is not JSON") from None
     if not isinstance(body, dict):
         raise LaunchRejected(f"the platform's {what} is not a JSON object")
     return body
 
 
-def register(session: Session, config: LtiConfig, secret: bytes, invite: str, openid_configuration: str,
-             registration_token: str, http: httpx2.Client) -> LtiPlatform:
-    """Register with the platform that opened an invitation; returns the stored platform."""
+def _site(url: str) -> tuple[str, str, int | None]:
+    where = urlparse(url)
+    try:
+        port = where.port or {"https": 443, "http": 80}.get(where.scheme)
+    except ValueError:
+        port = None
+    return where.scheme, (where.hostname or "").lower(), port
+
+
+@dataclass(frozen=True)
+class Invitation:
+    rid: str
+    by: str
+
+
+def use_invitation(session: Session, secret: bytes, invite: str, openid_configuration: str) -> Invitation:
+    """The invitation of a registration attempt, used up by it (whatever the attempt's outcome:
+    one invitation is one attempt, so it cannot be used to try address after address)."""
     granted = unseal(secret, INVITE, invite)
     if granted is None:
         raise LaunchRejected("this registration link is not valid or has expired (links last a day): ask course "
                              "staff for a new one (POST /lti/registrations)")
-    if session.scalar(select(LtiPlatform.id).where(LtiPlatform.registration_id == granted["rid"])) is not None:
+    if not web_url(openid_configuration):  # nothing is asked of anyone: the invitation stays good
+        raise LaunchRejected("the registration request has no openid_configuration URL: open this link from the "
+                             "LMS's “register a tool by URL” field")
+    rid, by = str(granted["rid"]), str(granted.get("by", ""))
+    used = session.scalar(select(LtiPlatform.id).where(LtiPlatform.registration_id == rid)) is not None
+    if not used:
+        try:
+            with session.begin_nested():
+                session.add(LtiInvitation(id=rid, made_by=by[:64]))
+        except IntegrityError:
+            used = True
+    if used:
         raise LaunchRejected("this registration link was used already: ask course staff for a new one")
-    where = urlparse(openid_configuration)
-    if where.scheme not in ("https", "http") or not where.netloc:
+    return Invitation(rid, by)
+
+
+@dataclass(frozen=True)
+class Answered:
+    """What the platform said: its configuration and its answer to the registration."""
+
+    found: dict[str, Any]
+    client_id: str
+    deployment: str | None
+
+
+def ask_platform(config: LtiConfig, openid_configuration: str, registration_token: str,
+                 http: httpx2.Client) -> Answered:
+    """Read the platform's configuration and post the tool's registration to it (no store is open
+    meanwhile). Only addresses ``lti.toml`` allows are connected to (``guarded_client``), and the
+    registration endpoint must be on the configuration's own site."""
+    if not web_url(openid_configuration):
         raise LaunchRejected("the registration request has no openid_configuration URL")
     auth = {"Authorization": f"Bearer {registration_token}"} if registration_token else {}
     found = _get_json(http, openid_configuration, "OpenID configuration", headers=auth)
@@ -107,11 +159,14 @@ def register(session: Session, config: LtiConfig, secret: bytes, invite: str, op
     if not isinstance(issuer, str) or len(issuer) > MAX_ID or not web_url(issuer):
         raise LaunchRejected(f"the platform's issuer {shown(issuer)} is not an http(s) URL of at most {MAX_ID} "
                              f"characters")
-    if urlparse(issuer).netloc != where.netloc or urlparse(issuer).scheme != where.scheme:
+    if _site(issuer) != _site(openid_configuration):
         raise LaunchRejected(f"the platform's issuer {shown(issuer)} is not the site of its configuration URL")
     needed = ("authorization_endpoint", "token_endpoint", "jwks_uri", "registration_endpoint")
     if any(not web_url(found.get(k)) for k in needed):
         raise LaunchRejected(f"the platform's configuration lacks one of {', '.join(needed)} (an http(s) URL each)")
+    if _site(found["registration_endpoint"]) != _site(openid_configuration):
+        raise LaunchRejected(f"the platform's registration_endpoint {shown(found['registration_endpoint'])} is not "
+                             f"on the site of its configuration URL {shown(openid_configuration)}")
     base = config.base_url.rstrip("/")
     launch = f"{base}/lti/launch"
     request = {
@@ -131,15 +186,21 @@ def register(session: Session, config: LtiConfig, secret: bytes, invite: str, op
     if deployment is not None and not _identifier(deployment):
         raise LaunchRejected(f"the platform's deployment_id is not a string of at most {MAX_ID} characters: "
                              f"{shown(deployment)}")
+    return Answered(found, str(client_id), str(deployment) if deployment else None)
+
+
+def store_registration(session: Session, invitation: Invitation, answered: Answered) -> LtiPlatform:
+    """Keep the platform that registered (its client id and deployment)."""
+    found = answered.found
     product = _object(found, PLATFORM_CONFIGURATION).get("product_family_code", "")
-    row = LtiPlatform(registration_id=granted["rid"], issuer=issuer, client_id=str(client_id),
-                      deployment_ids_json=json.dumps([str(deployment)] if deployment else []),
+    row = LtiPlatform(registration_id=invitation.rid, issuer=found["issuer"], client_id=answered.client_id,
+                      deployment_ids_json=json.dumps([answered.deployment] if answered.deployment else []),
                       auth_login_url=found["authorization_endpoint"], auth_token_url=found["token_endpoint"],
-                      jwks_url=found["jwks_uri"], registered_by=str(granted.get("by", "")),
-                      product=str(product)[:200])
+                      jwks_url=found["jwks_uri"], registered_by=invitation.by[:64], product=str(product)[:200])
     try:
         with session.begin_nested():
             session.add(row)
     except IntegrityError:
-        raise LaunchRejected(f"the platform {shown(issuer)} has registered client {shown(client_id)} already") from None
+        raise LaunchRejected(f"the platform {shown(found['issuer'])} has registered client "
+                             f"{shown(answered.client_id)} already") from None
     return row

@@ -19,7 +19,6 @@ from contextlib import asynccontextmanager
 from typing import Annotated, Any
 from urllib.parse import quote, urlparse
 
-import httpx2
 from fastapi import APIRouter, Depends, FastAPI, Form, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
@@ -34,15 +33,14 @@ from ..tables import Assignment, Staff, Student, utcnow
 from ..web.pages import CSP, error_page, form_page, html
 from ..web.routes import redirect
 from ..web.sessions import (
-    SESSION_COOKIE,
     csrf_ok,
     load_secret,
     local_path,
     principal_of,
-    read_session,
     secure,
-    session_value,
+    session_claim,
     set_session,
+    start_session,
 )
 from . import keys
 from .ags import PassbackLoop, Tokens, deliver_due
@@ -61,9 +59,18 @@ from .launch import (
     verify_id_token,
 )
 from .links import LINK_PARAM, link_value, seal, unseal
-from .models import LtiEvent, LtiPassback
+from .models import LtiEvent, LtiPassback, LtiPlatform
+from .network import guarded_client
 from .nrps import sync_roster
-from .registration import INVITE_TTL_S, find_platform, invitation_url, register
+from .registration import (
+    INVITE_TTL_S,
+    Invitation,
+    ask_platform,
+    find_platform,
+    invitation_url,
+    store_registration,
+    use_invitation,
+)
 
 STATE_COOKIE = "grader_lti_state_"  # + the login's state: one cookie per login, so that two tabs
 # (or a double click) launching at once do not overwrite each other's
@@ -182,7 +189,7 @@ async def launch(request: Request, id_token: Annotated[str, Form(max_length=MAX_
         if done.student_pk is not None:
             student = s.get_one(Student, done.student_pk)
             response = redirect(f"/c/{done.course}/{done.assignment}")
-            set_session(response, request, session_value(secret, "student", student.id, student.token_hash))
+            set_session(response, request, start_session(s, secret, "student", student.id, student.token_hash))
             return response
         return _signed_in_as_staff(request, s, secret, platform.issuer, claims,
                                    f"/staff/c/{done.course}/{done.assignment}")
@@ -203,7 +210,7 @@ def _signed_in_as_staff(request: Request, s: Session, secret: bytes, issuer: str
     staff = s.get(Staff, staff_pk) if staff_pk is not None else None
     if staff is not None:
         response = redirect(then)
-        set_session(response, request, session_value(secret, "staff", staff.id, staff.token_hash))
+        set_session(response, request, start_session(s, secret, "staff", staff.id, staff.token_hash))
         return response
     response = redirect("/signin?next=" + quote(f"/lti/staff-link?then={quote(then, safe='')}", safe=""))
     pending = {"iss": issuer, "sub": sub, "name": claims.get("name", ""), "email": claims.get("email", "")}
@@ -218,7 +225,7 @@ def _set_cookie(response: Response, request: Request, name: str, value: str) -> 
 
 
 def _staff_session(request: Request, s: Session, secret: bytes) -> Principal | None:
-    claim = read_session(secret, request.cookies.get(SESSION_COOKIE, ""))
+    claim = session_claim(secret, request)
     who = principal_of(s, claim) if claim is not None else None
     return who if who is not None and who.staff else None
 
@@ -380,27 +387,58 @@ def new_registration(request: Request, principal: StaffOnly) -> dict[str, Any]:
 @router.get("/register", response_model=None)
 async def register_platform(request: Request, invite: str = "", openid_configuration: str = "",
                             registration_token: str = "") -> Response:
-    """LTI Dynamic Registration, opened by the LMS (in a frame or a window) with an invitation."""
+    """LTI Dynamic Registration, opened by the LMS (in a frame or a window) with an invitation.
+
+    The invitation is used up first (in its own transaction); then the platform is asked, with no
+    store open; then what it answered is kept. A failure after the invitation is used shows only
+    "registration failed" and the staff log's event number: whether an address answered, how,
+    or with what, is for staff (GET /lti/events), not for whoever opened the link."""
     config = _config(request)
     db: Database = request.app.state.db
 
-    def work(s: Session) -> Response:
+    def use(s: Session) -> Invitation | HTMLResponse:
         try:
-            with httpx2.Client(timeout=15, follow_redirects=False) as http:
-                row = register(s, config, load_secret(s), invite, openid_configuration, registration_token, http)
+            return use_invitation(s, load_secret(s), invite, openid_configuration)
         except LaunchRejected as e:
             record(s, "registration_rejected", "", str(e))
             return error_page(request, 400, f"The grader could not register with this LMS: {e}.")
-        audit(s, row.registered_by or "lti", "lti_register", row.issuer, {"client_id": row.client_id})
-        origin = "{0.scheme}://{0.netloc}".format(urlparse(row.issuer))
-        csp = CSP.replace("frame-ancestors 'none'", f"frame-ancestors {origin}")
-        response = html("lti_registered.html", headers={"Content-Security-Policy": csp}, who=None, csrf="",
-                        when=None, issuer=row.issuer, client_id=row.client_id, product=row.product,
-                        deployments=json.loads(row.deployment_ids_json))
-        del response.headers["x-frame-options"]
-        return response
 
-    return await run_in_threadpool(db.run, work)
+    invitation = await run_in_threadpool(db.run, use)
+    if not isinstance(invitation, Invitation):
+        return invitation
+    try:
+        with guarded_client(config.allow_private_networks) as http:
+            answered = await run_in_threadpool(ask_platform, config, openid_configuration, registration_token, http)
+    except LaunchRejected as e:
+        return _registration_failed(request, db, invitation, str(e))
+
+    def store(s: Session) -> LtiPlatform | str:
+        try:
+            row = store_registration(s, invitation, answered)
+        except LaunchRejected as e:
+            return str(e)
+        audit(s, row.registered_by or "lti", "lti_register", row.issuer, {"client_id": row.client_id})
+        return row
+
+    row = await run_in_threadpool(db.run, store)
+    if isinstance(row, str):
+        return _registration_failed(request, db, invitation, row)
+    origin = "{0.scheme}://{0.netloc}".format(urlparse(row.issuer))
+    csp = CSP.replace("frame-ancestors 'none'", f"frame-ancestors {origin}")
+    response = html("lti_registered.html", headers={"Content-Security-Policy": csp}, who=None, csrf="",
+                    when=None, issuer=row.issuer, client_id=row.client_id, product=row.product,
+                    deployments=json.loads(row.deployment_ids_json))
+    del response.headers["x-frame-options"]
+    return response
+
+
+def _registration_failed(request: Request, db: Database, invitation: Invitation, detail: str) -> HTMLResponse:
+    """The same page whatever went wrong; the detail goes to the staff log (and the service log)."""
+    event = db.run(lambda s: record(s, "registration_failed", "",
+                                    f"{detail} (invitation {invitation.rid[:8]} made by {invitation.by or 'staff'})"))
+    return error_page(request, 400, f"The grader could not register with this LMS: registration failed. Ask course "
+                                    f"staff for a new registration link; reference for course staff: LTI event "
+                                    f"{event}.")
 
 
 @router.get("/jwks")

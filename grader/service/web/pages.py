@@ -41,10 +41,11 @@ def html(template: str, *, status: int = 200, headers: dict[str, str] | None = N
 
 def form_page(request: Request, secret: bytes, template: str, *, status: int = 200, **context: Any) -> HTMLResponse:
     """A page whose forms carry this browser's CSRF token (the browser's id cookie set if it is new)."""
-    from .sessions import browser_id, csrf_token, set_browser_id
+    from .sessions import browser_id, csrf_binding, csrf_token, set_browser_id
 
     browser, new = browser_id(request)
-    response = html(template, status=status, csrf=csrf_token(secret, browser), **context)
+    response = html(template, status=status, csrf=csrf_token(secret, csrf_binding(secret, request, browser)),
+                    **context)
     if new:
         set_browser_id(response, request, browser)
     return response

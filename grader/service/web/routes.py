@@ -26,15 +26,16 @@ from ..tables import Staff, Student, utcnow
 from . import data
 from .pages import form_page, static_file
 from .sessions import (
-    SESSION_COOKIE,
     clear_session,
     csrf_ok,
+    end_session,
+    end_sessions,
     load_secret,
     local_path,
     principal_of,
-    read_session,
-    session_value,
+    session_claim,
     set_session,
+    start_session,
 )
 from .setup import setup_router
 
@@ -75,7 +76,7 @@ class Web:
         return self._secret
 
     def who(self, request: Request) -> Principal | None:
-        claim = read_session(self.secret(), request.cookies.get(SESSION_COOKIE, ""))
+        claim = session_claim(self.secret(), request)
         if claim is None:
             return None
         found: Principal | None = self.hooks.run(lambda s: principal_of(s, claim))
@@ -137,7 +138,7 @@ def mount_web(app: FastAPI, hooks: WebHooks) -> None:
             who = authenticate(s, token.strip())
             row = s.scalar(select(Staff).where(Staff.name == who.name)) if who.staff else s.get(Student, who.student_pk)
             assert row is not None
-            return session_value(web.secret(), who.kind, row.id, row.token_hash)
+            return start_session(s, web.secret(), who.kind, row.id, row.token_hash)
 
         try:
             value = run(work)
@@ -151,7 +152,27 @@ def mount_web(app: FastAPI, hooks: WebHooks) -> None:
 
     @router.post("/signout")
     def signout(request: Request, csrf: Csrf) -> Response:
+        """This browser's session ends in the store too: a copy of its cookie is dead."""
         web.check_csrf(request, csrf)
+        claim = session_claim(web.secret(), request)
+        if claim is not None:
+            run(lambda s: end_session(s, claim))
+        response = redirect("/signin")
+        clear_session(response, request)
+        return response
+
+    @router.post("/staff/signout-everywhere")
+    def signout_everywhere(request: Request, csrf: Csrf) -> Response:
+        """Staff end every session of theirs, in every browser (this one too)."""
+        web.check_csrf(request, csrf)
+        who = web.signed_in(request, staff=True)
+
+        def work(s: Session) -> None:
+            staff = s.scalars(select(Staff).where(Staff.name == who.name)).one()
+            ended = end_sessions(s, "staff", staff.id)
+            ops.audit(s, who.name, "signout_everywhere", who.name, {"sessions": ended})
+
+        run(work)
         response = redirect("/signin")
         clear_session(response, request)
         return response

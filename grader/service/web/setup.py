@@ -286,4 +286,19 @@ def setup_router(web: Web) -> APIRouter:
         c, rows = run(work)
         return web.page(request, "staff_sign_ins.html", staff, course=c, rows=rows, rotated=True)
 
+    @router.post("/staff/courses/{course}/signout")
+    def signout_student(request: Request, course: Slug, csrf: Csrf, student_id: Text = "") -> Response:
+        """End every browser session of one student (their sign-in token stays good)."""
+        web.check_csrf(request, csrf)
+        staff = web.signed_in(request, staff=True)
+
+        def work(s: Session) -> str:
+            c = ops.course_by_slug(s, course)
+            student = ops.student_by_id(s, c, student_id)
+            ended = ops.end_person_sessions(s, "student", student.id)
+            ops.audit(s, staff.name, "signout_student", f"{c.slug}/{student.student_id}", {"sessions": ended})
+            return f"{student.student_id} is signed out of {ended} browser session{'s' if ended != 1 else ''}."
+
+        return course_view(request, course, notice=run(work))
+
     return router
