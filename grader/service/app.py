@@ -21,12 +21,12 @@ from sqlalchemy.orm import Session
 
 from .. import __version__
 from ..export.roster import RosterError, parse_roster
-from ..load import LoadLimits
-from . import ops
+from . import ops, uploads
 from .auth import Principal, authenticate, bearer, own_submission, require_course, require_staff
 from .database import Database, StoreUnavailable
 from .dispatch import CeleryDispatcher, Dispatcher, LocalPool
 from .exports import check_stats, export
+from .limits import BodyLimit, HeldStream, Waiting, token_checker
 from .lti.ags import passback_panel
 from .lti.routes import router as lti_router
 from .metrics import registry
@@ -51,7 +51,8 @@ def current_principal(request: Request) -> Principal:
 
 
 def current_staff(request: Request) -> Principal:
-    """Staff only: checked before the request body is even read."""
+    """Staff only. FastAPI reads a route's body before its dependencies run: what keeps a body from
+    being read before authentication is ``limits.BodyLimit`` (its size, and a known token)."""
     principal = current_principal(request)
     require_staff(principal)
     return principal
@@ -89,6 +90,10 @@ class Waiters:
             self._events.pop(submission_id, None)
 
 
+def who_waits(principal: Principal) -> str:
+    return f"{principal.kind}:{principal.student_pk if principal.student_pk is not None else principal.name}"
+
+
 def bootstrap_staff(db: Database) -> str | None:
     """On first start (no staff yet): the first staff credential, to be printed once."""
     def first(session: Session) -> str | None:
@@ -104,6 +109,7 @@ def create_app(settings: Settings, *, dispatcher: Dispatcher | None = None,
     """The application. ``dispatcher`` defaults to the in-process pool (embedded) or Celery."""
     db = Database(settings.database_url)
     waiters = Waiters()
+    waiting = Waiting(settings.streams_per_student, settings.streams_total)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -133,7 +139,8 @@ def create_app(settings: Settings, *, dispatcher: Dispatcher | None = None,
             db.dispose()
 
     app = FastAPI(title="TinyTorch grading service", version=__version__, lifespan=lifespan)
-    app.state.db, app.state.settings, app.state.waiters = db, settings, waiters
+    app.state.db, app.state.settings, app.state.waiters, app.state.waiting = db, settings, waiters, waiting
+    app.add_middleware(BodyLimit, settings=settings, signed_in=token_checker(db))
     metrics_registry = registry(db)
     app.include_router(lti_router)
 
@@ -270,27 +277,7 @@ def create_app(settings: Settings, *, dispatcher: Dispatcher | None = None,
 
     async def accept_upload(principal: Principal, course: str, assignment: str, request: Request, file: UploadFile,
                             student_id: str | None = None) -> dict[str, Any]:
-        """Validate, commit, then enqueue an upload (the API's and the web pages' one way in)."""
-        limit = settings.max_upload_bytes
-        declared = request.headers.get("content-length", "")
-        if declared.isdigit() and int(declared) > limit + 64 * 1024:
-            raise ops.ServiceError(f"upload larger than the {limit // 1024} KiB limit")
-        content = await file.read(limit + 1)
-        stored_name = await run_in_threadpool(ops.validate_upload, file.filename or "submission.ipynb", content,
-                                              LoadLimits(max_bytes=limit))
-
-        def work(s: Session) -> tuple[dict[str, Any], bool]:
-            c = ops.course_by_slug(s, course)
-            require_course(principal, c.id)
-            a = ops.assignment_by_slug(s, c, assignment)
-            student = _submitter(s, principal, c, student_id)
-            sub, created = ops.submit(s, a, student, stored_name, content)
-            return status_view(sub) | {"created": created}, created
-
-        view, created = await run_in_threadpool(run, work)  # committed here, before it is enqueued
-        if created:
-            await run_in_threadpool(dispatch, view["id"], view["generation"])
-        return view
+        return await uploads.accept(run, dispatch, settings, principal, course, assignment, file, student_id)
 
     @app.get("/api/courses/{course}/assignments/{assignment}/submissions", tags=["submissions"])
     def list_submissions(course: Slug, assignment: Slug, principal: Who) -> list[dict[str, Any]]:
@@ -314,7 +301,11 @@ def create_app(settings: Settings, *, dispatcher: Dispatcher | None = None,
         return run(work)
 
     def load_status(principal: Principal, submission_id: str) -> dict[str, Any]:
-        return run(lambda s: status_view(own_submission(s, principal, submission_id)))
+        def work(s: Session) -> dict[str, Any]:
+            sub = own_submission(s, principal, submission_id)
+            return status_view(sub) | {"queue_place": ops.queue_place(s, sub)}
+
+        return run(work)
 
     async def wait_status(principal: Principal, submission_id: str, wait_s: float, last: str | None = None
                           ) -> dict[str, Any]:
@@ -338,7 +329,10 @@ def create_app(settings: Settings, *, dispatcher: Dispatcher | None = None,
     async def get_status(submission_id: SubmissionId, principal: Who,
                          wait: Annotated[float, Query(ge=0, le=600, description="long poll: wait up to this many "
                                                       "seconds for a final status")] = 0) -> dict[str, Any]:
-        return await wait_status(principal, submission_id, wait)
+        if wait <= 0:
+            return await run_in_threadpool(load_status, principal, submission_id)
+        with waiting.held(who_waits(principal)):
+            return await wait_status(principal, submission_id, wait)
 
     @app.get("/api/submissions/{submission_id}/events", tags=["submissions"])
     async def events(submission_id: SubmissionId, principal: Who) -> StreamingResponse:
@@ -346,7 +340,12 @@ def create_app(settings: Settings, *, dispatcher: Dispatcher | None = None,
         return await status_events(principal, submission_id)
 
     async def status_events(principal: Principal, submission_id: str) -> StreamingResponse:
-        first = await run_in_threadpool(load_status, principal, submission_id)
+        give_back = waiting.take(who_waits(principal))
+        try:
+            first = await run_in_threadpool(load_status, principal, submission_id)
+        except BaseException:
+            give_back()
+            raise
 
         async def stream() -> AsyncIterator[str]:
             view = first
@@ -355,7 +354,7 @@ def create_app(settings: Settings, *, dispatcher: Dispatcher | None = None,
                 view = await wait_status(principal, submission_id, 15.0, last=view["status"])
                 yield f"event: status\ndata: {json.dumps(view)}\n\n"
 
-        return StreamingResponse(stream(), media_type="text/event-stream", headers={"Cache-Control": "no-store"})
+        return HeldStream(stream(), give_back, media_type="text/event-stream", headers={"Cache-Control": "no-store"})
 
     @app.get("/api/submissions/{submission_id}/result", tags=["submissions"])
     def result(submission_id: SubmissionId, principal: Who) -> dict[str, Any]:
@@ -449,15 +448,3 @@ def create_app(settings: Settings, *, dispatcher: Dispatcher | None = None,
                             regrade_one=regrade_one, regrade_every=regrade_every, lms_panel=passback_panel))
     return app
 
-
-def _submitter(session: Session, who: Principal, course: Course, student_id: str | None) -> Student:
-    if not who.staff:
-        if student_id not in (None, who.name):
-            raise ops.NotFound("students submit only for themselves")
-        return session.get_one(Student, who.student_pk)
-    if student_id is None:
-        raise ops.Invalid("staff submitting must name the student: form field student_id")
-    student = session.scalar(select(Student).where(Student.course_id == course.id, Student.student_id == student_id))
-    if student is None:
-        raise ops.NotFound(f"no student {student_id!r} in course {course.slug!r}")
-    return student
