@@ -136,6 +136,7 @@ def create_app(settings: Settings, *, dispatcher: Dispatcher | None = None,
             if subscriber is not None:
                 subscriber.stop()
             await run_in_threadpool(chosen.close)  # the embedded pool finishes its work first
+            await run_in_threadpool(uploads.shutdown)
             db.dispose()
 
     app = FastAPI(title="TinyTorch grading service", version=__version__, lifespan=lifespan)

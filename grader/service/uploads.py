@@ -169,3 +169,12 @@ def _submitter(session: Session, who: Principal, course: Course, student_id: str
     if student is None:
         raise ops.NotFound(f"no student {student_id!r} in course {course.slug!r}")
     return student
+
+
+def shutdown() -> None:
+    """End the reader threads, and so their workers (the next upload starts new ones)."""
+    global _pool
+    with _lock:
+        pool, _pool = _pool, None
+    if pool is not None:
+        pool.shutdown(wait=True, cancel_futures=True)
