@@ -308,16 +308,18 @@ def create_app(settings: Settings, *, dispatcher: Dispatcher | None = None,
 
         return run(work)
 
-    async def wait_status(principal: Principal, submission_id: str, wait_s: float, last: str | None = None
+    async def wait_status(principal: Principal, submission_id: str, wait_s: float, last: dict[str, Any] | None = None
                           ) -> dict[str, Any]:
-        """The status, as soon as it is final or differs from ``last``, or after ``wait_s``."""
+        """The status, as soon as it is final or its status or queue place differs from ``last``'s,
+        or after ``wait_s``."""
         deadline = time.monotonic() + min(wait_s, settings.long_poll_max_s)
         while True:
             event = waiters.register(submission_id)
             try:
                 view = await run_in_threadpool(load_status, principal, submission_id)
                 left = deadline - time.monotonic()
-                if view["final"] or (last is not None and view["status"] != last) or left <= 0:
+                moved = last is not None and (view["status"], view["queue_place"]) != (last["status"], last["queue_place"])
+                if view["final"] or moved or left <= 0:
                     return view
                 try:
                     await asyncio.wait_for(event.wait(), min(left, settings.poll_interval_s))
@@ -352,7 +354,7 @@ def create_app(settings: Settings, *, dispatcher: Dispatcher | None = None,
             view = first
             yield f"event: status\ndata: {json.dumps(view)}\n\n"
             while not view["final"]:
-                view = await wait_status(principal, submission_id, 15.0, last=view["status"])
+                view = await wait_status(principal, submission_id, 15.0, last=view)
                 yield f"event: status\ndata: {json.dumps(view)}\n\n"
 
         return HeldStream(stream(), give_back, media_type="text/event-stream", headers={"Cache-Control": "no-store"})

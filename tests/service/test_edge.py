@@ -4,6 +4,7 @@ before they are read, caps on waiting connections, a bounded queue, and idle soc
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -167,6 +168,10 @@ def test_a_full_queue_answers_503_with_retry_after_and_uploads_show_their_place(
         assert "upload it again in a minute" in full.json()["detail"]
         polled = client.get(f"/api/submissions/{second.json()['id']}", headers=course.students["bob"]).json()
         assert polled["queue_place"] == 2
+        with client.stream("GET", f"/api/submissions/{second.json()['id']}/events",
+                           headers=course.students["bob"]) as events:
+            data = next(line for line in events.iter_lines() if line.startswith("data: "))
+        assert json.loads(data.removeprefix("data: "))["queue_place"] == 2  # what the upload page shows
         again = course.upload("alice", SUBMISSIONS / "x.py", content=SOURCE + b"# 1\n")
         assert again.status_code == 202 and again.json()["created"] is False  # the same file: its id, as before
 
