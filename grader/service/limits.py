@@ -19,7 +19,7 @@ from typing import Any
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import StreamingResponse
 
-from ..errors import Busy, RateLimited
+from ..errors import Busy, RateLimited, StoreUnavailable
 from ..export.roster import MAX_BYTES as ROSTER_BYTES
 from .settings import Settings
 
@@ -77,9 +77,17 @@ class BodyLimit:
         has_body = (declared not in (b"", b"0")) or b"chunked" in headers.get(b"transfer-encoding", b"").lower()
         if has_body and scope["path"].startswith("/api/") and self.signed_in is not None:
             token = _bearer(headers.get(b"authorization", b""))
-            if token is None or not await self.signed_in(scope, token):
+            if token is None:
                 await answer(send, 401, "sign in: send 'Authorization: Bearer <token>' (staff token, or your "
                                         "student token)", {"WWW-Authenticate": "Bearer"})
+                return
+            try:
+                known = await self.signed_in(scope, token)
+            except StoreUnavailable as e:
+                await answer(send, 503, f"the database is unavailable; try again shortly ({e})", {"Retry-After": "5"})
+                return
+            if not known:
+                await answer(send, 401, "unknown or revoked token", {"WWW-Authenticate": "Bearer"})
                 return
         seen, cut, started = 0, False, False
 

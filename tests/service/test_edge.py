@@ -296,6 +296,9 @@ def test_a_chunked_json_body_without_a_token_is_not_read(course: Course) -> None
     status, pulled = _asgi(course.client, "POST", "/api/courses", {"content-type": "application/json",
                                                                     "transfer-encoding": "chunked"}, b" " * 2**16, 100)
     assert (status, pulled) == (401, 0)
+    status, pulled = _asgi(course.client, "POST", "/api/courses", {"authorization": "Bearer staff_guessed",
+                                                                    "transfer-encoding": "chunked"}, b" " * 2**16, 100)
+    assert (status, pulled) == (401, 0)
     status, pulled = _asgi(course.client, "POST", "/api/courses", course.staff | {
         "content-type": "application/json", "transfer-encoding": "chunked"}, b" " * 2**16, 100)
     assert status == 413 and pulled <= 17  # 1 MiB: the cap of a JSON body
