@@ -20,6 +20,8 @@ non-passing status. Only problems the *user of the grader* must fix raise.
     │   ├── Conflict           409
     │   ├── Invalid            422
     │   ├── RateLimited        429
+    │   ├── TooLarge           413 (a request body over its route's limit)
+    │   ├── Busy               503 (a queue is full: try again after Retry-After)
     │   └── Forbidden          403 (a page this user may not see)
     ├── SignInFirst            no valid session: the browser is sent to the sign-in page
     ├── LaunchRejected         an LTI launch that is refused (shown to the user, logged for staff)
@@ -105,6 +107,14 @@ class Invalid(ServiceError):
 
 class RateLimited(ServiceError):
     status = 429
+
+
+class TooLarge(ServiceError):
+    status = 413
+
+
+class Busy(ServiceError):
+    status = 503
 
 
 def os_reason(e: OSError) -> str:

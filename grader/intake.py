@@ -55,8 +55,22 @@ def read_submission(path: str | os.PathLike[str], targets: Sequence[str],
     if not hasattr(os, "fork"):
         submission = load_submission(path, limits)
         return Intake(submission, extract(submission, targets))
+    reply = _request(path, list(targets), limits)
+    return Intake(Submission.model_validate(reply["submission"]), StudentModule.model_validate(reply["module"]))
+
+
+def load_bounded(path: str | os.PathLike[str], limits: LoadLimits = LoadLimits()) -> Submission:
+    """Load ``path`` (no extraction) in this thread's bounded worker, as ``read_submission`` does:
+    what the service does to an upload before it accepts it."""
+    if not hasattr(os, "fork"):
+        return load_submission(path, limits)
+    return Submission.model_validate(_request(path, None, limits)["submission"])
+
+
+def _request(path: str | os.PathLike[str], targets: list[str] | None, limits: LoadLimits) -> dict[str, Any]:
+    """The worker's answer to one file (``targets`` None: load only), or its refusal raised."""
     name = shown(Path(path).name)
-    request = {"path": os.path.abspath(path), "targets": list(targets), "limits": asdict(limits)}
+    request = {"path": os.path.abspath(path), "targets": targets, "limits": asdict(limits)}
     reply = _ask(request, limits, name)
     if reply.get("retire"):
         shutdown()
@@ -66,7 +80,7 @@ def read_submission(path: str | os.PathLike[str], targets: Sequence[str],
         raise ModuleNotFoundError(f"No module named {reply['missing']!r}", name=str(reply["missing"]))
     if "internal" in reply:
         raise GraderError(f"{name}: internal grader error while reading it, please report it: {reply['internal']}")
-    return Intake(Submission.model_validate(reply["submission"]), StudentModule.model_validate(reply["module"]))
+    return reply
 
 
 def _ask(request: dict[str, Any], limits: LoadLimits, name: str) -> dict[str, Any]:
@@ -255,13 +269,16 @@ def _serve(req: int, rep: int) -> NoReturn:
     os._exit(code)
 
 
-def _answer(path: str, targets: Sequence[str], limits: LoadLimits) -> dict[str, Any]:
-    """Read one file within this request's limits; any failure is an answer, never an exception.
-    ``retire``: the worker ends after answering (its state after such a failure is not trusted)."""
+def _answer(path: str, targets: Sequence[str] | None, limits: LoadLimits) -> dict[str, Any]:
+    """Read one file within this request's limits (``targets`` None: load only); any failure is an
+    answer, never an exception. ``retire``: the worker ends after answering (its state after such a
+    failure is not trusted)."""
     name = shown(Path(path).name)
     try:
         _limit(limits)
         submission = load_submission(path, limits)
+        if targets is None:
+            return {"submission": submission.model_dump(mode="json")}
         module = extract_unlocked(submission, targets)
         return {"submission": submission.model_dump(mode="json"), "module": module.model_dump(mode="json")}
     except SubmissionError as e:

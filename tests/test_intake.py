@@ -14,7 +14,7 @@ import pytest
 
 from grader.errors import GraderError, SubmissionError
 from grader.extract import extract
-from grader.intake import read_submission, shutdown
+from grader.intake import load_bounded, read_submission, shutdown
 from grader.load import LoadLimits, load_submission
 
 from .conftest import SUBMISSIONS, write_notebook
@@ -29,6 +29,18 @@ def test_reads_the_same_as_in_process(name: str) -> None:
     submission = load_submission(SUBMISSIONS / name)
     assert intake.submission == submission
     assert intake.module == extract(submission, TARGETS)
+
+
+@pytest.mark.parametrize("name", ["correct_tinytorch.ipynb", "correct_source.py"])
+def test_loads_alone_the_same_as_in_process(name: str) -> None:
+    assert load_bounded(SUBMISSIONS / name) == load_submission(SUBMISSIONS / name)
+
+
+def test_a_load_alone_is_bounded_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _patch_reader(monkeypatch, "hang")
+    with pytest.raises(SubmissionError, match="CPU time"):
+        load_bounded(SUBMISSIONS / "correct_source.py", FAST)
+    shutdown()
 
 
 def test_refusals_come_back_as_one_line_submission_errors(tmp_path: Path) -> None:

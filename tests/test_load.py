@@ -76,6 +76,27 @@ def test_refuses_too_many_cells(tmp_path: Path) -> None:
         load_submission(nb)
 
 
+@pytest.mark.parametrize("marker", ["# %%", "#%% [markdown]", "  # %% title", "# <codecell>", "# In[ ]:"])
+def test_a_jupytext_source_over_the_cell_cap_is_refused_before_jupytext_reads_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, marker: str) -> None:
+    import jupytext
+
+    def not_called(*_args: object, **_kwargs: object) -> None:
+        raise AssertionError("jupytext parsed a source over the cell cap")
+
+    source = tmp_path / "many.py"
+    source.write_text(f"{marker}\nx = 1\n" * 2001)
+    monkeypatch.setattr(jupytext, "reads", not_called)
+    with pytest.raises(SubmissionError, match="2000-cell limit"):
+        load_submission(source)
+
+
+def test_a_jupytext_source_at_the_cell_cap_is_read(tmp_path: Path) -> None:
+    source = tmp_path / "full.py"
+    source.write_text("x = 0\n" + "# %%\nx = 1\n# %%not a marker\n" * 1999)
+    assert len(load_submission(source).cells) == 2000
+
+
 @pytest.mark.parametrize("name", ["missing.ipynb", "dir.ipynb", "link.ipynb", "notes.txt"])
 def test_refuses_what_is_not_a_notebook_file(tmp_path: Path, name: str) -> None:
     (tmp_path / "dir.ipynb").mkdir()

@@ -21,13 +21,13 @@ from sqlalchemy.orm import Session
 
 from .. import __version__
 from ..export.roster import RosterError, parse_roster
-from ..load import LoadLimits
-from . import ops
+from . import ops, uploads
 from .auth import Principal, authenticate, bearer, own_submission, require_course, require_staff
 from .bodies import CheckedRoute
 from .database import Database, StoreUnavailable
 from .dispatch import CeleryDispatcher, Dispatcher, LocalPool
 from .exports import check_stats, export
+from .limits import BodyLimit, HeldStream, Waiting, token_checker
 from .lti.ags import passback_panel
 from .lti.routes import router as lti_router
 from .metrics import registry
@@ -52,7 +52,8 @@ def current_principal(request: Request) -> Principal:
 
 
 def current_staff(request: Request) -> Principal:
-    """Staff only: checked before the request body is even read."""
+    """Staff only. FastAPI reads a route's body before its dependencies run: what keeps a body from
+    being read before authentication is ``limits.BodyLimit`` (its size, and a known token)."""
     principal = current_principal(request)
     require_staff(principal)
     return principal
@@ -90,6 +91,10 @@ class Waiters:
             self._events.pop(submission_id, None)
 
 
+def who_waits(principal: Principal) -> str:
+    return f"{principal.kind}:{principal.student_pk if principal.student_pk is not None else principal.name}"
+
+
 def bootstrap_staff(db: Database) -> str | None:
     """On first start (no staff yet): the first staff credential, to be printed once."""
     def first(session: Session) -> str | None:
@@ -105,6 +110,7 @@ def create_app(settings: Settings, *, dispatcher: Dispatcher | None = None,
     """The application. ``dispatcher`` defaults to the in-process pool (embedded) or Celery."""
     db = Database(settings.database_url)
     waiters = Waiters()
+    waiting = Waiting(settings.streams_per_student, settings.streams_total)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -131,11 +137,13 @@ def create_app(settings: Settings, *, dispatcher: Dispatcher | None = None,
             if subscriber is not None:
                 subscriber.stop()
             await run_in_threadpool(chosen.close)  # the embedded pool finishes its work first
+            await run_in_threadpool(uploads.shutdown)
             db.dispose()
 
     app = FastAPI(title="TinyTorch grading service", version=__version__, lifespan=lifespan)
     app.router.route_class = CheckedRoute  # JSON bodies nested too deeply: 422 (bodies.py)
-    app.state.db, app.state.settings, app.state.waiters = db, settings, waiters
+    app.state.db, app.state.settings, app.state.waiters, app.state.waiting = db, settings, waiters, waiting
+    app.add_middleware(BodyLimit, settings=settings, signed_in=token_checker(db))
     metrics_registry = registry(db)
     app.include_router(lti_router)
 
@@ -272,27 +280,7 @@ def create_app(settings: Settings, *, dispatcher: Dispatcher | None = None,
 
     async def accept_upload(principal: Principal, course: str, assignment: str, request: Request, file: UploadFile,
                             student_id: str | None = None) -> dict[str, Any]:
-        """Validate, commit, then enqueue an upload (the API's and the web pages' one way in)."""
-        limit = settings.max_upload_bytes
-        declared = request.headers.get("content-length", "")
-        if declared.isdigit() and int(declared) > limit + 64 * 1024:
-            raise ops.ServiceError(f"upload larger than the {limit // 1024} KiB limit")
-        content = await file.read(limit + 1)
-        stored_name = await run_in_threadpool(ops.validate_upload, file.filename or "submission.ipynb", content,
-                                              LoadLimits(max_bytes=limit))
-
-        def work(s: Session) -> tuple[dict[str, Any], bool]:
-            c = ops.course_by_slug(s, course)
-            require_course(principal, c.id)
-            a = ops.assignment_by_slug(s, c, assignment)
-            student = _submitter(s, principal, c, student_id)
-            sub, created = ops.submit(s, a, student, stored_name, content)
-            return status_view(sub) | {"created": created}, created
-
-        view, created = await run_in_threadpool(run, work)  # committed here, before it is enqueued
-        if created:
-            await run_in_threadpool(dispatch, view["id"], view["generation"])
-        return view
+        return await uploads.accept(run, dispatch, settings, principal, course, assignment, file, student_id)
 
     @app.get("/api/courses/{course}/assignments/{assignment}/submissions", tags=["submissions"])
     def list_submissions(course: Slug, assignment: Slug, principal: Who) -> list[dict[str, Any]]:
@@ -316,18 +304,24 @@ def create_app(settings: Settings, *, dispatcher: Dispatcher | None = None,
         return run(work)
 
     def load_status(principal: Principal, submission_id: str) -> dict[str, Any]:
-        return run(lambda s: status_view(own_submission(s, principal, submission_id)))
+        def work(s: Session) -> dict[str, Any]:
+            sub = own_submission(s, principal, submission_id)
+            return status_view(sub) | {"queue_place": ops.queue_place(s, sub)}
 
-    async def wait_status(principal: Principal, submission_id: str, wait_s: float, last: str | None = None
+        return run(work)
+
+    async def wait_status(principal: Principal, submission_id: str, wait_s: float, last: dict[str, Any] | None = None
                           ) -> dict[str, Any]:
-        """The status, as soon as it is final or differs from ``last``, or after ``wait_s``."""
+        """The status, as soon as it is final or its status or queue place differs from ``last``'s,
+        or after ``wait_s``."""
         deadline = time.monotonic() + min(wait_s, settings.long_poll_max_s)
         while True:
             event = waiters.register(submission_id)
             try:
                 view = await run_in_threadpool(load_status, principal, submission_id)
                 left = deadline - time.monotonic()
-                if view["final"] or (last is not None and view["status"] != last) or left <= 0:
+                moved = last is not None and (view["status"], view["queue_place"]) != (last["status"], last["queue_place"])
+                if view["final"] or moved or left <= 0:
                     return view
                 try:
                     await asyncio.wait_for(event.wait(), min(left, settings.poll_interval_s))
@@ -340,7 +334,10 @@ def create_app(settings: Settings, *, dispatcher: Dispatcher | None = None,
     async def get_status(submission_id: SubmissionId, principal: Who,
                          wait: Annotated[float, Query(ge=0, le=600, description="long poll: wait up to this many "
                                                       "seconds for a final status")] = 0) -> dict[str, Any]:
-        return await wait_status(principal, submission_id, wait)
+        if wait <= 0:
+            return await run_in_threadpool(load_status, principal, submission_id)
+        with waiting.held(who_waits(principal)):
+            return await wait_status(principal, submission_id, wait)
 
     @app.get("/api/submissions/{submission_id}/events", tags=["submissions"])
     async def events(submission_id: SubmissionId, principal: Who) -> StreamingResponse:
@@ -348,16 +345,21 @@ def create_app(settings: Settings, *, dispatcher: Dispatcher | None = None,
         return await status_events(principal, submission_id)
 
     async def status_events(principal: Principal, submission_id: str) -> StreamingResponse:
-        first = await run_in_threadpool(load_status, principal, submission_id)
+        give_back = waiting.take(who_waits(principal))
+        try:
+            first = await run_in_threadpool(load_status, principal, submission_id)
+        except BaseException:
+            give_back()
+            raise
 
         async def stream() -> AsyncIterator[str]:
             view = first
             yield f"event: status\ndata: {json.dumps(view)}\n\n"
             while not view["final"]:
-                view = await wait_status(principal, submission_id, 15.0, last=view["status"])
+                view = await wait_status(principal, submission_id, 15.0, last=view)
                 yield f"event: status\ndata: {json.dumps(view)}\n\n"
 
-        return StreamingResponse(stream(), media_type="text/event-stream", headers={"Cache-Control": "no-store"})
+        return HeldStream(stream(), give_back, media_type="text/event-stream", headers={"Cache-Control": "no-store"})
 
     @app.get("/api/submissions/{submission_id}/result", tags=["submissions"])
     def result(submission_id: SubmissionId, principal: Who) -> dict[str, Any]:
@@ -451,15 +453,3 @@ def create_app(settings: Settings, *, dispatcher: Dispatcher | None = None,
                             regrade_one=regrade_one, regrade_every=regrade_every, lms_panel=passback_panel))
     return app
 
-
-def _submitter(session: Session, who: Principal, course: Course, student_id: str | None) -> Student:
-    if not who.staff:
-        if student_id not in (None, who.name):
-            raise ops.NotFound("students submit only for themselves")
-        return session.get_one(Student, who.student_pk)
-    if student_id is None:
-        raise ops.Invalid("staff submitting must name the student: form field student_id")
-    student = session.scalar(select(Student).where(Student.course_id == course.id, Student.student_id == student_id))
-    if student is None:
-        raise ops.NotFound(f"no student {student_id!r} in course {course.slug!r}")
-    return student

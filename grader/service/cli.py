@@ -113,8 +113,13 @@ def _serve(settings: Any, host: str, port: int) -> int:
         print("warning: the API runs as root; run it as an unprivileged user (docs/DEPLOY.md)", file=sys.stderr)
     mode = "embedded: API + grading pool on SQLite" if settings.embedded else "API only, jobs to the Celery broker"
     print(f"grader serve: {mode}; data in {settings.data_dir.resolve()}; http://{host}:{port}/docs", flush=True)
+    from .httpserver import protocol
+
     app = create_app(settings, announce=lambda line: print(line, flush=True))
-    uvicorn.run(app, host=host, port=port, log_level="info", timeout_graceful_shutdown=60)
+    # keep-alive: an idle connection closes 5 s after its last response; one that sends no whole
+    # request head within header_timeout_s is closed too (docs/DEPLOY.md: behind a reverse proxy)
+    uvicorn.run(app, host=host, port=port, log_level="info", timeout_graceful_shutdown=60, timeout_keep_alive=5,
+                http=protocol(settings.header_timeout_s))
     return EXIT_OK
 
 

@@ -9,23 +9,22 @@ import json
 import secrets
 import tempfile
 import uuid
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
-from pathlib import Path, PurePath
+from pathlib import Path
 
-from sqlalchemy import delete, func, select
+from sqlalchemy import delete, func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, object_session
 
 from ..batch.names import is_safe
+from ..errors import Busy, GraderError
 from ..errors import Conflict as Conflict  # the service's errors, re-exported for its modules
-from ..errors import GraderError, SubmissionError
 from ..errors import Invalid as Invalid
 from ..errors import NotFound as NotFound
 from ..errors import RateLimited as RateLimited
 from ..errors import ServiceError as ServiceError
 from ..export.roster import Roster
-from ..load import LoadLimits, load_submission
 from ..models import shown
 from ..rubric import Rubric, load_rubric
 from .schemas import AssignmentIn, AssignmentPatch, CourseIn, Policy
@@ -286,34 +285,49 @@ def rotate_token(session: Session, course: Course, student_id: str, staff: str) 
 # ---- submissions -----------------------------------------------------------------------------------
 
 
-def validate_upload(file_name: str, content: bytes, limits: LoadLimits) -> str:
-    """Refuse what ``grader grade`` would refuse (type, size, encoding, notebook schema): parsing
-    only, nothing runs. Returns the file name to store: the student's if it is a safe name."""
-    suffix = PurePath(file_name).suffix.lower()
-    stored = file_name if is_safe(file_name) and len(file_name) <= 128 else f"submission{suffix}"
-    if len(content) > limits.max_bytes:
-        raise ServiceError(f"{shown(stored)}: larger than the {limits.max_bytes // 1024} KiB limit; clear the "
-                           "notebook's outputs and upload it again")
-    with tempfile.TemporaryDirectory(prefix="grader-upload-") as folder:
-        path = Path(folder) / stored
-        path.write_bytes(content)
-        try:
-            load_submission(path, limits)
-        except SubmissionError as e:
-            raise Invalid(str(e)) from None
-    return stored
+@dataclass(frozen=True)
+class Queue:
+    """How many uploads may wait to be graded (queued or grading), per assignment and in all."""
+
+    per_assignment: int = 300
+    total: int = 1000
 
 
-def submit(session: Session, assignment: Assignment, student: Student, file_name: str, content: bytes
-           ) -> tuple[Submission, bool]:
-    """The submission of this content by this student: the existing one (uploads are idempotent),
-    or a new ``queued`` one, within the per-student rate limit. Returns (submission, created)."""
-    sha = hashlib.sha256(content).hexdigest()
+REFUSED = "refuse_upload"  # the audit action of an upload refused as unreadable (it counts against the limit)
+
+
+def check_upload(session: Session, assignment: Assignment, student: Student, sha: str, queue: Queue
+                 ) -> Submission | None:
+    """Before an upload is read: the existing submission of this content (uploads are idempotent:
+    its ``submitted_at`` is renewed), else None once the rate limit and the queue have room."""
     found = _existing(session, assignment, student, sha)
     if found is not None:
         found.submitted_at = utcnow()
-        return found, False
+        return found
     _check_rate(session, assignment, student)
+    _check_queue(session, assignment, queue)
+    return None
+
+
+def refuse_upload(session: Session, assignment: Assignment, student: Student, reason: str) -> None:
+    """Record an upload refused as unreadable: it counts against the student's rate limit as an
+    accepted one does (else refused uploads would be a free oracle of what the reader accepts)."""
+    audit(session, student.student_id, REFUSED, _attempts_target(assignment, student), reason[:500])
+
+
+def submit(session: Session, assignment: Assignment, student: Student, file_name: str, content: bytes,
+           queue: Queue = Queue()) -> tuple[Submission, bool]:
+    """The submission of this content by this student: the existing one (uploads are idempotent),
+    or a new ``queued`` one, within the per-student rate limit and the queue's. Returns
+    (submission, created).
+
+    The limit is atomic: the student's row is written first, which makes concurrent uploads of one
+    student wait for each other (a row lock on PostgreSQL, the write lock on SQLite) before they count."""
+    session.execute(update(Student).where(Student.id == student.id).values(name=Student.name))
+    sha = hashlib.sha256(content).hexdigest()
+    found = check_upload(session, assignment, student, sha, queue)
+    if found is not None:
+        return found, False
     now = utcnow()
     sub = Submission(id=uuid.uuid4().hex, assignment_id=assignment.id, student_pk=student.id, sha256=sha,
                      file_name=file_name, content=content, status="queued", generation=1, created_at=now,
@@ -334,17 +348,46 @@ def _existing(session: Session, assignment: Assignment, student: Student, sha: s
                                                    Submission.student_pk == student.id, Submission.sha256 == sha))
 
 
+def _attempts_target(assignment: Assignment, student: Student) -> str:
+    return f"assignment {assignment.id} student {student.id}"
+
+
 def _check_rate(session: Session, assignment: Assignment, student: Student) -> None:
     since = utcnow() - timedelta(seconds=assignment.rate_limit_window_s)
-    recent = session.execute(
+    accepted = session.execute(
         select(func.count(Submission.id), func.min(Submission.created_at)).where(
             Submission.assignment_id == assignment.id, Submission.student_pk == student.id,
             Submission.created_at > since)).one()
-    count, oldest = int(recent[0]), recent[1]
+    refused = session.execute(
+        select(func.count(Audit.id), func.min(Audit.at)).where(
+            Audit.at > since, Audit.action == REFUSED, Audit.target == _attempts_target(assignment, student))).one()
+    count = int(accepted[0]) + int(refused[0])
+    oldest = min((at for at in (accepted[1], refused[1]) if at is not None), default=None)
     if count >= assignment.rate_limit_count:
         retry = int((oldest - since).total_seconds()) + 1 if oldest else assignment.rate_limit_window_s
-        raise RateLimited(f"at most {assignment.rate_limit_count} submissions per {assignment.rate_limit_window_s} s "
-                          f"for this assignment; try again in {retry} s", retry_after=retry)
+        raise RateLimited(f"at most {assignment.rate_limit_count} uploads per {assignment.rate_limit_window_s} s "
+                          f"for this assignment (refused ones count too); try again in {retry} s", retry_after=retry)
+
+
+WAITING = ("queued", "grading")
+
+
+def _check_queue(session: Session, assignment: Assignment, queue: Queue) -> None:
+    mine = session.scalar(select(func.count(Submission.id)).where(Submission.assignment_id == assignment.id,
+                                                                  Submission.status.in_(WAITING))) or 0
+    total = session.scalar(select(func.count(Submission.id)).where(Submission.status.in_(WAITING))) or 0
+    if mine >= queue.per_assignment or total >= queue.total:
+        raise Busy(f"the grader has {max(mine, total)} uploads waiting already and takes no more for now; your file "
+                   "was not kept: upload it again in a minute (it does not count against your limit)", retry_after=60)
+
+
+def queue_place(session: Session, sub: Submission) -> int | None:
+    """A queued upload's place in the queue (1: next to be graded), None once grading started."""
+    if sub.status != "queued":
+        return None
+    ahead = session.scalar(select(func.count(Submission.id)).where(
+        Submission.status == "queued", Submission.requested_at < sub.requested_at)) or 0
+    return int(ahead) + 1
 
 
 def regrade(session: Session, sub: Submission, staff: str) -> Submission:

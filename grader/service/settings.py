@@ -35,7 +35,12 @@ class Settings:
     sweep_interval_s: float = 30.0
     visibility_timeout_s: float = 600.0  # Redis gives an unacknowledged job to another worker after this
     long_poll_max_s: float = 60.0
-    poll_interval_s: float = 1.0  # long polls re-read the store this often; finished gradings wake them at once
+    poll_interval_s: float = 10.0  # long polls re-read the store this often; finished gradings wake them at once
+    queue_per_assignment: int = 300  # uploads waiting to be graded (queued or grading): beyond, 503 Retry-After
+    queue_total: int = 1000
+    streams_per_student: int = 4  # open event streams and long polls of one person in one API process: beyond, 429
+    streams_total: int = 1000  # of the whole API process
+    header_timeout_s: float = 10.0  # a connection that sends no whole request head within this is closed
 
     @property
     def embedded(self) -> bool:
@@ -58,8 +63,16 @@ class Settings:
                     env[name] = float(raw)
                 except ValueError:
                     raise GraderError(f"GRADER_{name.upper()}={raw!r} is not a number of seconds") from None
+        for name in COUNTS:
+            raw = os.environ.get(f"GRADER_{name.upper()}", "")
+            if raw:
+                if not raw.isdigit() or int(raw) < 1:
+                    raise GraderError(f"GRADER_{name.upper()}={raw!r} is not a whole number of at least 1")
+                env[name] = int(raw)
         values = {k: v for k, v in env.items() if v} | {k: v for k, v in given.items() if v is not None}
         return cls(**values)  # type: ignore[arg-type]
 
 
-TUNABLE = ("pending_timeout_s", "sweep_interval_s", "visibility_timeout_s", "long_poll_max_s", "poll_interval_s")
+TUNABLE = ("pending_timeout_s", "sweep_interval_s", "visibility_timeout_s", "long_poll_max_s", "poll_interval_s",
+           "header_timeout_s")
+COUNTS = ("queue_per_assignment", "queue_total", "streams_per_student", "streams_total")

@@ -89,7 +89,7 @@ def test_uploads_are_checked_like_grader_grade(course: Course, tmp_path: Path) -
     not_json = course.upload("alice", SUBMISSIONS / "correct_tinytorch.ipynb", name="a.ipynb", content=b"{nope")
     assert not_json.status_code == 422
     huge = course.upload("alice", SUBMISSIONS / "correct_tinytorch.ipynb", content=b" " * (5 * 2**20 + 10))
-    assert huge.status_code == 400 and "limit" in huge.json()["detail"]
+    assert huge.status_code == 413 and "limit" in huge.json()["detail"]
     hostile = course.upload("alice", SUBMISSIONS / "correct_tinytorch.ipynb", name="../../evil\x1b[31m.ipynb")
     assert hostile.status_code == 202 and hostile.json()["file_name"] == "submission.ipynb"
     listed = course.client.get(f"{course.base}/submissions", headers=course.students["alice"]).json()

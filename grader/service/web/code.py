@@ -4,22 +4,22 @@ A check's message starts with ``Called: <target>(...)``; the rubric's ``targets`
 classes and functions a module needs. The excerpt is the top-level ``class``/``def`` block (or
 assignment) of the last code cell that defines that name, as the notebook's kept statements run
 in order and a later definition wins. Only parsing: the notebook is read as ``grader grade``
-reads it (``load_submission``), nothing of it runs, and every line reaches the page through the
-autoescaped templates.
+reads it (``load_submission``, in a bounded intake worker: ``uploads.load_cells``), nothing of
+it runs, and every line reaches the page through the autoescaped templates.
 """
 
 from __future__ import annotations
 
 import re
-import tempfile
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
-from pathlib import Path, PurePath
+from pathlib import PurePath
 
-from ...errors import SubmissionError
-from ...load import LoadLimits, load_submission
+from ...errors import Busy, SubmissionError
+from ...load import LoadLimits
 from ...models import CodeCell, cell_labels
+from ..uploads import load_cells
 
 MAX_LINES = 60
 _CACHE_SIZE = 32
@@ -43,13 +43,13 @@ def code_cells(sha256: str, file_name: str, content: bytes) -> tuple[CodeCell, .
             _cache.move_to_end(sha256)
             return _cache[sha256]
     suffix = PurePath(file_name).suffix.lower()
-    with tempfile.TemporaryDirectory(prefix="grader-web-") as folder:
-        path = Path(folder) / f"submission{suffix if suffix in ('.ipynb', '.py') else '.ipynb'}"
-        path.write_bytes(content)
-        try:
-            cells = load_submission(path, LoadLimits(max_bytes=max(len(content), 1))).cells
-        except SubmissionError:
-            cells = ()
+    name = f"submission{suffix if suffix in ('.ipynb', '.py') else '.ipynb'}"
+    try:
+        cells = load_cells(name, content, LoadLimits(max_bytes=max(len(content), 1))).cells
+    except SubmissionError:
+        cells = ()
+    except Busy:  # the readers are busy: no excerpt this time (not cached)
+        return ()
     with _lock:
         _cache[sha256] = cells
         while len(_cache) > _CACHE_SIZE:

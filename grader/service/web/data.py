@@ -87,7 +87,7 @@ def student_submission(session: Session, who: Principal, submission_id: str, now
     """A student's own feedback page: the API's filtered result, its sections and the context."""
     sub = own_submission(session, who, submission_id)
     a = session.get_one(Assignment, sub.assignment_id)
-    view = _result(session, sub, a, now)
+    view = _result(session, sub, a, now) | {"queue_place": ops.queue_place(session, sub)}
     result = view["result"]
     sections = _sections(result["checks"], "message", sub, ops.rubric_of(a).targets) if result else []
     return {"view": view, "result": result, "sections": sections, "assignment": a,
@@ -217,7 +217,7 @@ def staff_submission(session: Session, submission_id: str, who: Principal) -> di
     student = session.get_one(Student, sub.student_pk)
     a = session.get_one(Assignment, sub.assignment_id)
     gradings, overrides = ops.history(session, sub)
-    view = staff_result(sub, student, gradings, overrides)
+    view = staff_result(sub, student, gradings, overrides) | {"queue_place": ops.queue_place(session, sub)}
     report = view["report"]
     sections = _sections(report["checks"], "detail", sub, ops.rubric_of(a).targets) if report else []
     others = [status_view(o) for o in session.scalars(

@@ -20,11 +20,13 @@
   function followStatus(el) {
     if (el.dataset.final === "true" || !window.EventSource) return;
     var text = el.querySelector("[data-status-text]");
+    var place = el.querySelector("[data-queue-place]");
     var source = new EventSource(el.dataset.events);
     source.addEventListener("status", function (event) {
       var view = JSON.parse(event.data);
       text.textContent = view.status.replace(/_/g, " ");
       text.className = "state state-" + view.status;
+      if (place) place.textContent = view.queue_place ? " · number " + view.queue_place + " in the queue" : "";
       if (view.final) {
         source.close();
         window.location.reload();

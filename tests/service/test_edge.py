@@ -1,0 +1,366 @@
+"""The service's edge under abuse: uploads read only in bounded workers with their caps first,
+refused uploads counted, an atomic rate limit (SQLite and PostgreSQL), bodies refused by size
+before they are read, caps on waiting connections, a bounded queue, and idle sockets closed."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import httpx2 as httpx
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import event
+
+from grader.service import uploads
+from grader.service.app import create_app
+from grader.service.settings import Settings
+from tests.service.conftest import ROOT, SUBMISSIONS, Course, make_course
+from tests.service.servers import free_port, stop_pid, wait_port
+
+SOURCE = (SUBMISSIONS / "correct_source.py").read_bytes()
+
+
+class Parked:
+    """A dispatcher that keeps every upload queued (nothing is graded)."""
+
+    def __init__(self) -> None:
+        self.jobs: list[str] = []
+
+    def enqueue(self, submission_id: str, generation: int) -> bool:
+        self.jobs.append(submission_id)
+        return True
+
+    def close(self) -> None:
+        pass
+
+
+@contextmanager
+def parked_service(settings: Settings) -> Iterator[tuple[TestClient, str]]:
+    printed: list[str] = []
+    with TestClient(create_app(settings, dispatcher=Parked(), announce=printed.append)) as client:
+        yield client, printed[0].rsplit(" ", 1)[1]
+
+
+@pytest.fixture
+def parked(settings: Settings) -> Iterator[tuple[TestClient, str]]:
+    with parked_service(settings) as service:
+        yield service
+
+
+# ---- uploads are read in bounded workers, caps first ------------------------------------------------
+
+
+def test_uploads_are_read_in_a_worker_never_in_the_api_process(parked: tuple[TestClient, str], tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    import grader.load
+
+    course = make_course(*parked)
+
+    readers = tmp_path / "readers"
+    real = grader.load.load_submission
+
+    def recording(*args: Any, **kwargs: Any) -> Any:
+        with readers.open("a") as f:
+            f.write(f"{os.getpid()}\n")
+        return real(*args, **kwargs)
+
+    for where in ("grader.load", "grader.intake", "grader.service.ops", "grader.service.web.code"):
+        monkeypatch.setattr(f"{where}.load_submission", recording, raising=False)
+    uploads.shutdown()  # fresh workers, forked after the patch
+    assert course.upload("alice", SUBMISSIONS / "correct_source.py").status_code == 202
+    assert course.upload("alice", SUBMISSIONS / "x.ipynb", content=b"{nope").status_code == 422
+    pids = readers.read_text().split()
+    assert len(pids) == 2 and str(os.getpid()) not in pids
+
+
+def test_the_cell_cap_holds_before_jupytext_reads_a_source(course: Course, tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    import jupytext
+
+    called = tmp_path / "jupytext-called"
+    real = jupytext.reads
+
+    def recording(*args: Any, **kwargs: Any) -> Any:
+        called.touch()
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(jupytext, "reads", recording)
+    uploads.shutdown()
+    many = b"# %%\nx = 1\n" * 40_000  # 440 kB: within the size limit
+    r = course.upload("alice", SUBMISSIONS / "x.py", content=many)
+    assert r.status_code == 422 and "2000-cell limit" in r.json()["detail"]
+    assert not called.exists()
+    assert course.upload("alice", SUBMISSIONS / "correct_source.py").status_code == 202
+    assert called.exists()  # the patch reaches the worker: a source within the cap is read by jupytext
+
+
+def test_a_refused_upload_counts_against_the_rate_limit(embedded: tuple[TestClient, str]) -> None:
+    client, token = embedded
+    course = make_course(client, token, rate_limit={"count": 2, "window_s": 3600})
+    for n in range(2):
+        r = course.upload("alice", SUBMISSIONS / "x.ipynb", content=b"{nope %d" % n)
+        assert r.status_code == 422, r.text
+    r = course.upload("alice", SUBMISSIONS / "correct_source.py")
+    assert r.status_code == 429 and "refused ones count too" in r.json()["detail"]
+    assert 3500 < int(r.headers["retry-after"]) <= 3601
+    assert course.upload("bob", SUBMISSIONS / "correct_source.py").status_code == 202
+    audit = client.get("/api/audit", headers=course.staff).json()
+    assert [a["actor"] for a in audit if a["action"] == "refuse_upload"] == ["alice", "alice"]
+
+
+def test_an_upload_over_the_size_limit_is_413(course: Course) -> None:
+    r = course.upload("alice", SUBMISSIONS / "x.ipynb", content=b" " * (5 * 2**20 + 10))
+    assert r.status_code == 413 and "5120 KiB limit" in r.json()["detail"]
+
+
+# ---- the rate limit is atomic --------------------------------------------------------------------
+
+
+def _race(course: Course, uploads_at_once: int) -> list[int]:
+    barrier = threading.Barrier(uploads_at_once)
+
+    def one(n: int) -> int:
+        barrier.wait()
+        return int(course.upload("alice", SUBMISSIONS / "x.py", content=SOURCE + f"# {n}\n".encode()).status_code)
+
+    with ThreadPoolExecutor(uploads_at_once) as pool:
+        return list(pool.map(one, range(uploads_at_once)))
+
+
+def test_the_rate_limit_holds_under_concurrent_uploads_on_sqlite(parked: tuple[TestClient, str]) -> None:
+    course = make_course(*parked, rate_limit={"count": 2, "window_s": 3600})
+    statuses = _race(course, 24)
+    assert sorted(statuses) == [202] * 2 + [429] * 22
+
+
+def test_the_rate_limit_holds_under_concurrent_uploads_on_postgresql(tmp_path: Path, pg_url: str) -> None:
+    settings = Settings(data_dir=tmp_path / "data", database=pg_url, hostname="api@test")
+    with parked_service(settings) as (client, token):
+        course = make_course(client, token, rate_limit={"count": 2, "window_s": 3600})
+        statuses = _race(course, 24)
+        assert sorted(statuses) == [202] * 2 + [429] * 22
+
+
+# ---- the queue is bounded ---------------------------------------------------------------------------
+
+
+def test_a_full_queue_answers_503_with_retry_after_and_uploads_show_their_place(settings: Settings) -> None:
+    with parked_service(replace(settings, queue_per_assignment=2)) as (client, token):
+        course = make_course(client, token)
+        first = course.upload("alice", SUBMISSIONS / "x.py", content=SOURCE + b"# 1\n")
+        second = course.upload("bob", SUBMISSIONS / "x.py", content=SOURCE + b"# 2\n")
+        assert (first.status_code, second.status_code) == (202, 202)
+        assert (first.json()["queue_place"], second.json()["queue_place"]) == (1, 2)
+        full = course.upload("alice", SUBMISSIONS / "x.py", content=SOURCE + b"# 3\n")
+        assert full.status_code == 503 and full.headers["retry-after"] == "60"
+        assert "upload it again in a minute" in full.json()["detail"]
+        polled = client.get(f"/api/submissions/{second.json()['id']}", headers=course.students["bob"]).json()
+        assert polled["queue_place"] == 2
+        with client.stream("GET", f"/api/submissions/{second.json()['id']}/events",
+                           headers=course.students["bob"]) as events:
+            data = next(line for line in events.iter_lines() if line.startswith("data: "))
+        assert json.loads(data.removeprefix("data: "))["queue_place"] == 2  # what the upload page shows
+        again = course.upload("alice", SUBMISSIONS / "x.py", content=SOURCE + b"# 1\n")
+        assert again.status_code == 202 and again.json()["created"] is False  # the same file: its id, as before
+
+
+# ---- waiting connections ----------------------------------------------------------------------------
+
+
+def test_event_streams_and_long_polls_are_capped_per_student(settings: Settings) -> None:
+    with parked_service(replace(settings, streams_per_student=2)) as (client, token):
+        course = make_course(client, token)
+        sid = course.upload("alice", SUBMISSIONS / "correct_source.py").json()["id"]
+        waiting = client.app.state.waiting  # type: ignore[attr-defined]
+        with client.stream("GET", f"/api/submissions/{sid}/events", headers=course.students["alice"]) as one, \
+             client.stream("GET", f"/api/submissions/{sid}/events", headers=course.students["alice"]) as two:
+            assert one.status_code == two.status_code == 200
+            assert waiting.count() == 2
+            third = client.get(f"/api/submissions/{sid}/events", headers=course.students["alice"])
+            assert third.status_code == 429 and third.headers["retry-after"] == "15"
+            assert "live status connections open already" in third.json()["detail"]
+            poll = client.get(f"/api/submissions/{sid}", params={"wait": 30}, headers=course.students["alice"])
+            assert poll.status_code == 429
+            assert client.get(f"/api/submissions/{sid}", headers=course.students["alice"]).status_code == 200
+            assert client.get(f"/api/submissions/{sid}", params={"wait": 0.1},
+                              headers=course.staff).status_code == 200  # another person
+        deadline = time.monotonic() + 30
+        while waiting.count() and time.monotonic() < deadline:  # closed streams give their places back
+            time.sleep(0.05)
+        assert waiting.count() == 0
+        assert client.get(f"/api/submissions/{sid}", params={"wait": 0.1},
+                          headers=course.students["alice"]).status_code == 200
+
+
+def test_a_long_poll_reads_the_store_only_as_a_slow_fallback(parked: tuple[TestClient, str]) -> None:
+    client, token = parked
+    course = make_course(client, token)
+    sid = course.upload("alice", SUBMISSIONS / "correct_source.py").json()["id"]
+    reads: list[str] = []
+
+    def count(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        if "FROM submissions" in statement and "submissions.id = " in statement and "count(" not in statement:
+            reads.append(statement)
+
+    engine = client.app.state.db.engine  # type: ignore[attr-defined]
+    event.listen(engine, "before_cursor_execute", count)
+    try:
+        view = client.get(f"/api/submissions/{sid}", params={"wait": 4}, headers=course.students["alice"]).json()
+    finally:
+        event.remove(engine, "before_cursor_execute", count)
+    assert view["status"] == "queued"
+    assert len(reads) <= 3  # at the start and at the end (re-reading each second: 5)
+
+
+def test_a_long_poll_is_woken_by_the_finished_grading(settings: Settings) -> None:
+    from grader.service.tables import Submission
+
+    with parked_service(replace(settings, poll_interval_s=600)) as (client, token):
+        course = make_course(client, token)
+        sid = course.upload("alice", SUBMISSIONS / "correct_source.py").json()["id"]
+        app: Any = client.app
+        with ThreadPoolExecutor(1) as pool:
+            started = time.monotonic()
+            poll = pool.submit(client.get, f"/api/submissions/{sid}", params={"wait": 120},
+                               headers=course.students["alice"])
+            time.sleep(1)
+
+            def graded(s: Any, sid: str = sid) -> None:
+                s.get_one(Submission, sid).status = "graded"
+
+            app.state.db.run(graded)
+            app.state.waiters.notify(sid)  # what the grading pool (or the Redis announcement) does
+            view = poll.result(timeout=120).json()
+        assert view["status"] == "graded" and time.monotonic() - started < 60  # woken, not at the end of its wait
+
+
+# ---- request bodies ----------------------------------------------------------------------------------
+
+
+def _asgi(client: TestClient, method: str, path: str, headers: dict[str, str], chunk: bytes, chunks: int,
+          first: bytes = b"") -> tuple[int, int]:
+    """Send a body of ``chunks`` chunks to the app as a server streams it; (status, chunks it read)."""
+    pulled = 0
+
+    async def call() -> int:
+        nonlocal pulled
+        status: list[int] = []
+
+        async def receive() -> dict[str, Any]:
+            nonlocal pulled
+            if pulled < chunks:
+                pulled += 1
+                return {"type": "http.request", "body": (first if pulled == 1 else b"") + chunk,
+                        "more_body": pulled < chunks}
+            return {"type": "http.disconnect"}
+
+        async def send(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                status.append(message["status"])
+
+        raw = [(k.lower().encode(), v.encode()) for k, v in headers.items()]
+        scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": method,
+                 "scheme": "http", "path": path, "raw_path": path.encode(), "query_string": b"", "root_path": "",
+                 "headers": [(b"host", b"testserver"), *raw], "client": ("127.0.0.1", 1), "server": ("testserver", 80)}
+        await client.app(scope, receive, send)  # type: ignore[arg-type]
+        return status[0]
+
+    assert client.portal is not None
+    return client.portal.call(call), pulled
+
+
+def test_a_chunked_upload_is_cut_off_at_its_cap_with_413(course: Course) -> None:
+    chunk = b"x" * 2**16
+    headers = course.students["alice"] | {"content-type": "multipart/form-data; boundary=abc",
+                                          "transfer-encoding": "chunked"}
+    part = (b'--abc\r\nContent-Disposition: form-data; name="file"; filename="a.ipynb"\r\n'
+            b"Content-Type: application/octet-stream\r\n\r\n")
+    status, pulled = _asgi(course.client, "POST", f"{course.base}/submissions", headers, chunk, 400, part)  # 25 MiB
+    assert status == 413
+    assert pulled * len(chunk) <= 5 * 2**20 + 2 * 2**16 + len(chunk)  # the cap, then one chunk more at most
+
+
+def test_a_chunked_json_body_without_a_token_is_not_read(course: Course) -> None:
+    status, pulled = _asgi(course.client, "POST", "/api/courses", {"content-type": "application/json",
+                                                                    "transfer-encoding": "chunked"}, b" " * 2**16, 100)
+    assert (status, pulled) == (401, 0)
+    status, pulled = _asgi(course.client, "POST", "/api/courses", {"authorization": "Bearer staff_guessed",
+                                                                    "transfer-encoding": "chunked"}, b" " * 2**16, 100)
+    assert (status, pulled) == (401, 0)
+    status, pulled = _asgi(course.client, "POST", "/api/courses", course.staff | {
+        "content-type": "application/json", "transfer-encoding": "chunked"}, b" " * 2**16, 100)
+    assert status == 413 and pulled <= 17  # 1 MiB: the cap of a JSON body
+
+
+@pytest.mark.parametrize("path", ["/api/courses", "/api/courses/cs249/roster", "/signin", "/lti/launch",
+                                  "/api/courses/cs249/assignments/m11/submissions", "/c/cs249/m11/upload"])
+def test_a_declared_length_over_the_cap_is_413_before_anything_is_read(course: Course, path: str) -> None:
+    status, pulled = _asgi(course.client, "POST", path, course.staff | {"content-length": str(300 * 2**20),
+                                                                        "content-type": "application/json"},
+                           b" " * 2**16, 10)
+    assert (status, pulled) == (413, 0)
+
+
+def test_a_staff_upload_for_a_student_still_works(course: Course) -> None:
+    r = course.client.post(f"{course.base}/submissions", headers=course.staff, data={"student_id": "bob"},
+                           files={"file": ("s.py", SOURCE, "application/octet-stream")})
+    assert r.status_code == 202, r.text
+
+
+# ---- over real HTTP ----------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[int]:
+    port = free_port()
+    env = os.environ | {"GRADER_NO_DAEMON": "1", "GRADER_HEADER_TIMEOUT_S": "1"}
+    with (tmp_path / "serve.log").open("wb") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "grader.cli", "serve", "--data", str(tmp_path / "data"),
+                                 "--port", str(port)], stdout=out, stderr=subprocess.STDOUT, cwd=ROOT, env=env)
+    try:
+        wait_port(port, 60)
+        yield port
+    finally:
+        stop_pid(proc)
+
+
+def _answer(sock: socket.socket) -> bytes:
+    sock.settimeout(60)
+    got = b""
+    while b"\r\n\r\n" not in got:
+        part = sock.recv(65536)
+        if not part:
+            break
+        got += part
+    return got
+
+
+@pytest.mark.slow
+def test_over_http_a_huge_body_is_refused_on_its_length_and_idle_sockets_are_closed(served: int) -> None:
+    with socket.create_connection(("127.0.0.1", served)) as sock:
+        sock.sendall(b"POST /api/courses HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                     b"Content-Length: 314572800\r\n\r\n{")
+        assert _answer(sock).startswith(b"HTTP/1.1 413 ")
+    with socket.create_connection(("127.0.0.1", served)) as sock:  # sends nothing at all
+        sock.settimeout(60)
+        assert sock.recv(1) == b""  # closed by the server (after 1 s here)
+    with socket.create_connection(("127.0.0.1", served)) as sock:  # a request head that never ends
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
+        sock.settimeout(60)
+        assert sock.recv(1) == b""
+    with httpx.Client(base_url=f"http://127.0.0.1:{served}", timeout=60) as http:
+        assert http.get("/healthz").status_code == 200  # an ordinary request is unaffected
+        time.sleep(1.5)
+        assert http.get("/healthz").status_code == 200  # a kept-alive connection, or a new one
