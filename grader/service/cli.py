@@ -12,6 +12,7 @@ from typing import Any
 from .. import cliargs
 
 EXIT_OK, EXIT_USAGE = 0, 2
+SHUTDOWN_REQUESTS_S = 5
 EXTRA_HINT = "the grading service needs its extra: pip install 'tinytorch-grader[service]'"
 
 
@@ -114,7 +115,10 @@ def _serve(settings: Any, host: str, port: int) -> int:
     mode = "embedded: API + grading pool on SQLite" if settings.embedded else "API only, jobs to the Celery broker"
     print(f"grader serve: {mode}; data in {settings.data_dir.resolve()}; http://{host}:{port}/docs", flush=True)
     app = create_app(settings, announce=lambda line: print(line, flush=True))
-    uvicorn.run(app, host=host, port=port, log_level="info", timeout_graceful_shutdown=60)
+    # SIGTERM: the port closes, requests in progress get SHUTDOWN_REQUESTS_S (an open long poll or
+    # event stream is cut then: its client asks again), then the embedded pool finishes the
+    # gradings in progress within GRADER_SHUTDOWN_GRACE_S and leaves the queue for the next start
+    uvicorn.run(app, host=host, port=port, log_level="info", timeout_graceful_shutdown=SHUTDOWN_REQUESTS_S)
     return EXIT_OK
 
 
