@@ -32,9 +32,9 @@ class Settings:
     hostname: str = field(default_factory=lambda: f"grader@{socket.gethostname()}")
     max_upload_bytes: int = LoadLimits().max_bytes
     pending_timeout_s: float = 300.0  # grading this long on a live worker (a job it lost): the sweeper re-sends it
-    sweep_interval_s: float = 5.0
+    sweep_interval_s: float = 2.0
     heartbeat_s: float = 5.0  # every worker (and the embedded pool) records that it is alive this often
-    worker_lost_s: float = 20.0  # no heartbeat for this long: the worker is dead, its gradings are re-sent
+    worker_lost_s: float = 15.0  # no heartbeat for this long: the worker is dead, its gradings are re-sent
     shutdown_grace_s: float = 30.0  # SIGTERM: gradings in progress get this long to finish, then are left
     visibility_timeout_s: float = 600.0  # Redis gives an unacknowledged job to another worker after this
     long_poll_max_s: float = 60.0

@@ -1,6 +1,6 @@
 """Hand over again what the graders lost, within seconds, without flooding the queue.
 
-Every ``sweep_interval_s`` (default 5 s) the sweeper looks for three things, with cheap queries:
+Every ``sweep_interval_s`` (default 2 s) the sweeper looks for three things, with cheap queries:
 
 - a submission ``grading`` on a worker whose heartbeat stopped for ``worker_lost_s`` (killed,
   host lost), or on a worker for longer than ``pending_timeout_s`` (a job it lost while alive):
@@ -169,7 +169,7 @@ class Sweeper:
     database outage, live workers first get the time to record their heartbeats again."""
 
     def __init__(self, db: Database, dispatcher: Dispatcher, interval_s: float, older_than_s: float,
-                 worker_lost_s: float = 20.0) -> None:
+                 worker_lost_s: float = 15.0) -> None:
         self.db, self.dispatcher, self.interval_s, self.older_than_s = db, dispatcher, interval_s, older_than_s
         self.worker_lost_s = worker_lost_s
         self.lost_jobs = LostJobs()
