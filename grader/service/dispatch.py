@@ -29,6 +29,9 @@ class Dispatcher(Protocol):
     def close(self) -> None: ...
 
 
+ABANDON_WAIT_S = 2.0
+
+
 class LocalPool:
     """The embedded mode's graders: ``settings.workers`` threads in the API process, each with its
     own warm sandbox. ``on_done(submission_id)`` is called after each job's result is committed."""
@@ -40,6 +43,7 @@ class LocalPool:
         self._lock = threading.Lock()
         self._pending: dict[tuple[str, int], int] = {}  # handed over, not finished: job -> copies
         self._running = 0
+        self.abandoned_threads = 0
         self._heartbeat = Heartbeat(db, settings.hostname, settings.backend, settings.heartbeat_s).start()
 
     def enqueue(self, submission_id: str, generation: int) -> bool:
@@ -100,8 +104,11 @@ class LocalPool:
         self._heartbeat.stop()
         from .grading import close_graders
 
-        close_graders()  # ends the sandboxes, and with them any grading abandoned above
-        self._pool.shutdown(wait=True)
+        close_graders()  # ends the sandboxes; a grading abandoned above is not waited for
+        deadline = time.monotonic() + (ABANDON_WAIT_S if self._abandoned.is_set() else float("inf"))
+        while self._busy() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.abandoned_threads = self._busy()  # ``grader serve`` exits without joining them
 
     def _busy(self) -> int:
         with self._lock:
