@@ -15,6 +15,11 @@ the capacity just measured): back to back, 50 students keep the queue 50 deep wh
 speed, so its latency is queue length over throughput. Then DOCKER_COUNT submissions
 with the docker backend (skipped, with the reason, without an engine). Everything it started is
 stopped by pid at the end; every wait has a deadline.
+
+In the same run, for each worker count: `grader batch --workers N` on the very notebooks that
+phase uploaded (no service running meanwhile), and the service's results per second as a ratio of
+batch's; and the API process's CPU time per upload (user + system, from /proc, over the phase:
+the upload and the long polls that wait for its result). Prints figures; asserts nothing.
 """
 
 from __future__ import annotations
@@ -194,6 +199,29 @@ async def api_overhead(stack: Stack, samples: int) -> dict[str, float]:
     return {"upload_p50": statistics.median(ups), "upload_p95": pct(ups, 95), "status_p50": statistics.median(gets)}
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of process ``pid`` so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def batch_rate(work: Path, first: int, count: int, workers: int, backend: str) -> float:
+    """Results per second of ``grader batch --workers N`` on the notebooks ``first`` .. ``first + count``."""
+    source, out = work / f"batch{first}", work / f"batch{first}-out"
+    source.mkdir()
+    for n in range(first, first + count):
+        name, content = submission(n)
+        (source / name).write_bytes(content)
+    env = os.environ | {"GRADER_CACHE": str(work / "batch-cache"), "TMPDIR": str(work)}
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "grader.cli", "batch", str(source), "--out", str(out), "--workers",
+                    str(workers), "--backend", backend], check=True, stdout=subprocess.DEVNULL, env=env, cwd=ROOT)
+    wall = time.perf_counter() - started
+    shutil.rmtree(source, ignore_errors=True)
+    shutil.rmtree(out, ignore_errors=True)
+    return count / wall
+
+
 def report(label: str, result: dict[str, Any], stack: Stack, count: int) -> None:
     lat, ups = result["latencies"], result["uploads"]
     once, dup, missing, statuses = check_store(stack.database, result["ids"])
@@ -230,11 +258,16 @@ def main() -> int:
     try:
         stack.start_api()
         offset, rate = 0, 0.0
+        phases: list[tuple[int, int, int, float, float]] = []  # workers, first notebook, uploads, results/s, API CPU s
         for n in args.workers:
             stack.start_workers(n, "local")
+            assert stack.api is not None
+            cpu = cpu_seconds(stack.api.pid)
             result = asyncio.run(load(stack, f"local{n}", args.count, args.clients, args.deadline, offset))
+            cpu = cpu_seconds(stack.api.pid) - cpu
             report(f"local backend, {n} worker(s), {args.clients} clients back to back", result, stack, args.count)
             rate = len(result["latencies"]) / result["wall"]
+            phases.append((n, offset, len(result["ids"]), rate, cpu))
             offset += args.count
             if n == max(args.workers) and args.paced:
                 # students who read their feedback before the next upload: arrivals at 70% of capacity
@@ -254,9 +287,19 @@ def main() -> int:
         else:
             print(f"docker backend: skipped ({problem})")
         # last, with no worker left: these uploads stay queued and slow no other phase down
+        assert stack.api is not None
+        cpu = cpu_seconds(stack.api.pid)
         overhead = asyncio.run(api_overhead(stack, args.overhead_samples))
+        cpu = cpu_seconds(stack.api.pid) - cpu
         print(f"API overhead, no worker running: upload p50 {1000 * overhead['upload_p50']:.1f} ms, "
-              f"p95 {1000 * overhead['upload_p95']:.1f} ms; status p50 {1000 * overhead['status_p50']:.1f} ms")
+              f"p95 {1000 * overhead['upload_p95']:.1f} ms; status p50 {1000 * overhead['status_p50']:.1f} ms; "
+              f"API CPU {1000 * cpu / max(1, args.overhead_samples):.1f} ms per upload + one status request")
+        # the same notebooks through `grader batch`, with nothing else running
+        for n, first, uploads, service_rate, api_cpu in phases:
+            batch = batch_rate(work, first, uploads, n, "local")
+            print(f"service vs batch, {n} worker(s): service {service_rate:.2f} results/s, `grader batch --workers {n}` "
+                  f"{batch:.2f} results/s on the same {uploads} notebooks: ratio {service_rate / batch:.2f}; "
+                  f"API process CPU {1000 * api_cpu / max(1, uploads):.1f} ms per upload (upload + long polls)")
     finally:
         stack.close()
         shutil.rmtree(work, ignore_errors=True)

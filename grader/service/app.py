@@ -34,7 +34,7 @@ from .metrics import registry
 from .notify import Subscriber
 from .schemas import SLUG, SUBMISSION_ID, AssignmentIn, AssignmentPatch, CourseIn, OverrideIn
 from .settings import Settings
-from .sweeper import Sweeper, sweep
+from .sweeper import Sweeper, hand_over, sweep
 from .tables import Assignment, Audit, Course, Staff, Student, Submission, utcnow
 from .views import assignment_view, course_view, staff_result, status_view, student_result
 from .web import WebHooks, error_page, is_page, mount_web
@@ -123,7 +123,7 @@ def create_app(settings: Settings, *, dispatcher: Dispatcher | None = None,
         chosen = dispatcher or (LocalPool(db, settings, on_done=waiters.notify) if settings.embedded
                                 else CeleryDispatcher(settings))
         app.state.dispatcher = chosen
-        sweeper = Sweeper(db, chosen, settings.sweep_interval_s, settings.pending_timeout_s)
+        sweeper = Sweeper(db, chosen, settings.sweep_interval_s, settings.pending_timeout_s, settings.worker_lost_s)
         subscriber = None if settings.embedded else Subscriber(settings.broker, waiters.notify)
         if subscriber is None:  # embedded: what was queued or in progress when the last run stopped
             await run_in_threadpool(sweep, db, chosen, 0.0)
@@ -176,7 +176,7 @@ def create_app(settings: Settings, *, dispatcher: Dispatcher | None = None,
         return db.run(work)
 
     def dispatch(sub_id: str, generation: int) -> None:
-        app.state.dispatcher.enqueue(sub_id, generation)  # on failure it stays queued: the sweeper retries
+        hand_over(db, app.state.dispatcher, sub_id, generation)  # refused: queued, the sweeper hands it over
 
     # ---- health and metrics -------------------------------------------------------------------
 

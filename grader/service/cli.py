@@ -12,6 +12,7 @@ from typing import Any
 from .. import cliargs
 
 EXIT_OK, EXIT_USAGE = 0, 2
+SHUTDOWN_REQUESTS_S = 5
 EXTRA_HINT = "the grading service needs its extra: pip install 'tinytorch-grader[service]'"
 
 
@@ -117,9 +118,16 @@ def _serve(settings: Any, host: str, port: int) -> int:
 
     app = create_app(settings, announce=lambda line: print(line, flush=True))
     # keep-alive: an idle connection closes 5 s after its last response; one that sends no whole
-    # request head within header_timeout_s is closed too (docs/DEPLOY.md: behind a reverse proxy)
-    uvicorn.run(app, host=host, port=port, log_level="info", timeout_graceful_shutdown=60, timeout_keep_alive=5,
-                http=protocol(settings.header_timeout_s))
+    # request head within header_timeout_s is closed too (docs/DEPLOY.md: behind a reverse proxy).
+    # SIGTERM: the port closes, requests in progress get SHUTDOWN_REQUESTS_S (an open long poll or
+    # event stream is cut then: its client asks again), then the embedded pool finishes the
+    # gradings in progress within GRADER_SHUTDOWN_GRACE_S and leaves the queue for the next start
+    uvicorn.run(app, host=host, port=port, log_level="info", timeout_graceful_shutdown=SHUTDOWN_REQUESTS_S,
+                timeout_keep_alive=5, http=protocol(settings.header_timeout_s))
+    if getattr(getattr(app.state, "dispatcher", None), "abandoned_threads", 0):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(EXIT_OK)  # a grading thread past the grace: its result is not stored, the next start grades it
     return EXIT_OK
 
 

@@ -30,7 +30,7 @@ from .ops import seed_secret
 from .tables import Assignment, Grading, Submission, Worker, utcnow
 
 log = logging.getLogger("grader.service")
-Outcome = Literal["graded", "duplicate", "superseded", "missing"]
+Outcome = Literal["graded", "duplicate", "superseded", "missing", "abandoned"]
 
 
 @dataclass(frozen=True)
@@ -51,12 +51,18 @@ class Verdict:
     report: GradeReport | None = None
 
 
-def run_job(db: Database, submission_id: str, generation: int, *, worker: str, backend: str, official: bool) -> Outcome:
-    """Grade ``submission_id`` for ``generation`` unless that is already done or superseded."""
+def run_job(db: Database, submission_id: str, generation: int, *, worker: str, backend: str, official: bool,
+            abandoned: threading.Event | None = None) -> Outcome:
+    """Grade ``submission_id`` for ``generation`` unless that is already done or superseded.
+    Once ``abandoned`` is set (a shutdown past its grace ended the sandboxes), nothing is stored:
+    the submission stays ``grading`` for the next start."""
     claimed = db.run(lambda s: _claim(s, submission_id, generation, worker))
     if isinstance(claimed, str):
         return claimed  # type: ignore[return-value]
     verdict = _grade(claimed, backend, official)
+    if abandoned is not None and abandoned.is_set():
+        log.info("submission %s: grading abandoned at shutdown, left for the next start", submission_id)
+        return "abandoned"
     try:
         db.run(lambda s: _commit(s, submission_id, generation, worker, claimed, verdict))
     except IntegrityError:
@@ -124,6 +130,15 @@ def _commit(session: Session, submission_id: str, generation: int, worker: str, 
                     .values(status=verdict.status, finished_at=now))
 
 
+def requeue_grading_of(session: Session, worker: str) -> int:
+    """A worker starting (``worker`` its name): what its previous run left in ``grading`` (killed,
+    then restarted sooner than its heartbeat would tell) is graded by no one. It goes back to
+    ``queued``, not handed over: the API's sweeper hands it over at its next sweep."""
+    result = session.execute(update(Submission).where(Submission.status == "grading", Submission.worker == worker)
+                             .values(status="queued", worker="", started_at=None, enqueued_at=None))
+    return int(result.rowcount)  # type: ignore[attr-defined]
+
+
 def beat(db: Database, hostname: str, backend: str, graded: int = 0) -> None:
     """Record that worker ``hostname`` is alive, and how many more it graded (for /metrics)."""
 
@@ -140,9 +155,10 @@ def beat(db: Database, hostname: str, backend: str, graded: int = 0) -> None:
 
 
 class Heartbeat:
-    """``beat`` every ``interval_s`` in a background thread, so an idle worker is still seen."""
+    """``beat`` every ``interval_s`` in a background thread, so an idle worker is still seen, and a
+    dead one is noticed (by the sweeper) a few intervals after its death."""
 
-    def __init__(self, db: Database, hostname: str, backend: str, interval_s: float = 15.0) -> None:
+    def __init__(self, db: Database, hostname: str, backend: str, interval_s: float = 5.0) -> None:
         self.db, self.hostname, self.backend, self.interval_s = db, hostname, backend, interval_s
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True, name="heartbeat")

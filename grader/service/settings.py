@@ -31,8 +31,11 @@ class Settings:
     workers: int = 2  # embedded pool threads, or a Celery worker's concurrency
     hostname: str = field(default_factory=lambda: f"grader@{socket.gethostname()}")
     max_upload_bytes: int = LoadLimits().max_bytes
-    pending_timeout_s: float = 300.0  # queued (or grading) this long: the sweeper enqueues it again
-    sweep_interval_s: float = 30.0
+    pending_timeout_s: float = 300.0  # grading this long on a live worker (a job it lost): the sweeper re-sends it
+    sweep_interval_s: float = 2.0
+    heartbeat_s: float = 5.0  # every worker (and the embedded pool) records that it is alive this often
+    worker_lost_s: float = 15.0  # no heartbeat for this long: the worker is dead, its gradings are re-sent
+    shutdown_grace_s: float = 30.0  # SIGTERM: gradings in progress get this long to finish, then are left
     visibility_timeout_s: float = 600.0  # Redis gives an unacknowledged job to another worker after this
     long_poll_max_s: float = 60.0
     poll_interval_s: float = 10.0  # long polls re-read the store this often; finished gradings wake them at once
@@ -73,6 +76,6 @@ class Settings:
         return cls(**values)  # type: ignore[arg-type]
 
 
-TUNABLE = ("pending_timeout_s", "sweep_interval_s", "visibility_timeout_s", "long_poll_max_s", "poll_interval_s",
-           "header_timeout_s")
+TUNABLE = ("pending_timeout_s", "sweep_interval_s", "heartbeat_s", "worker_lost_s", "shutdown_grace_s",
+           "visibility_timeout_s", "long_poll_max_s", "poll_interval_s", "header_timeout_s")
 COUNTS = ("queue_per_assignment", "queue_total", "streams_per_student", "streams_total")

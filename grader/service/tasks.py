@@ -4,7 +4,8 @@ Reliability comes from Celery's own settings, not from code here: a job is ackno
 ``run_job`` returned, that is after its result was committed (``acks_late``); a job whose worker
 died is given back to the queue (``reject_on_worker_lost``; and Redis redelivers what a killed
 worker had taken after ``visibility_timeout``); a job that met a database outage is retried with
-backoff. Jobs travel as JSON, never pickle.
+backoff (at most 10 s apart). A worker killed outright is noticed sooner, by its heartbeat: the
+API's sweeper (grader.service.sweeper) hands its gradings over again. Jobs travel as JSON, never pickle.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from celery import Celery
 from celery.signals import worker_process_init, worker_shutdown
 
 from .database import Database, StoreUnavailable
-from .jobs import Heartbeat, run_job
+from .jobs import Heartbeat, requeue_grading_of, run_job
 from .notify import publish_done
 from .settings import Settings
 
@@ -56,7 +57,7 @@ class _State:
 def register_task(app: Celery) -> Any:
     @app.task(  # type: ignore[untyped-decorator]
         name=TASK_NAME, acks_late=True, reject_on_worker_lost=True, autoretry_for=(StoreUnavailable,),
-              retry_backoff=1, retry_backoff_max=30, retry_jitter=True, max_retries=30)
+              retry_backoff=1, retry_backoff_max=10, retry_jitter=True, max_retries=60)
     def grade(submission_id: str, generation: int) -> str:
         if not (isinstance(submission_id, str) and SUBMISSION_ID.match(submission_id)
                 and isinstance(generation, int) and generation >= 1):
@@ -111,7 +112,10 @@ def run_worker(settings: Settings, pool: str = "threads") -> int:
     app = make_celery(settings)
     register_task(app)
     QuietRetries().install()
-    heartbeat = Heartbeat(db, settings.hostname, settings.backend).start()
+    left = db.run(lambda s: requeue_grading_of(s, settings.hostname))
+    if left:
+        log.warning("%d grading(s) of a previous run of %s were left unfinished: graded again", left, settings.hostname)
+    heartbeat = Heartbeat(db, settings.hostname, settings.backend, settings.heartbeat_s).start()
     worker_process_init.connect(lambda **_: db.engine.dispose(close=False), weak=False)  # prefork children
     worker_shutdown.connect(lambda **_: _shutdown(heartbeat), weak=False)
     app.worker_main(["worker", f"--pool={pool}", f"--concurrency={settings.workers}", f"--hostname={settings.hostname}",

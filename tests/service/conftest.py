@@ -62,6 +62,16 @@ def browser(app: Any, base_url: str = "http://testserver", **kwargs: Any) -> Tes
     return TestClient(app, base_url=base_url, headers={"Origin": base_url}, **kwargs)
 
 
+def slow_notebook(tmp_path: Path, seconds: float, tag: str) -> Path:
+    """The correct solution, made to take ``seconds`` while the sandbox imports it."""
+    source = (SUBMISSIONS / "correct_source.py").read_text(encoding="utf-8")
+    patched = source.replace("class Embedding:\n", f"class Embedding:\n    import time as _t; _t.sleep({seconds})  # {tag}\n", 1)
+    assert patched != source
+    path = tmp_path / f"slow_{tag}.py"
+    path.write_text(patched, encoding="utf-8")
+    return path
+
+
 def bearer(token: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"}
 

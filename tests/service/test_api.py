@@ -5,7 +5,9 @@ from __future__ import annotations
 import csv
 import io
 import json
+import time
 import zipfile
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -174,3 +176,37 @@ def test_shutdown_finishes_grading_in_progress(settings: Settings, tmp_path: Pat
     with TestClient(create_app(settings, dispatcher=Dropping())) as client:
         course.client = client
         assert client.get(f"/api/submissions/{sid}", headers=course.students["alice"]).json()["status"] == "graded"
+
+
+class Refusing:
+    """A dispatcher whose broker is down until ``accepting`` is set; records what it was handed."""
+
+    def __init__(self) -> None:
+        self.accepting = False
+        self.sent: list[tuple[str, int]] = []
+
+    def enqueue(self, submission_id: str, generation: int) -> bool:
+        if self.accepting:
+            self.sent.append((submission_id, generation))
+        return self.accepting
+
+    def close(self) -> None:
+        pass
+
+
+def test_an_upload_the_broker_refused_is_handed_over_at_the_first_sweep_it_answers(settings: Settings) -> None:
+    """Was: re-sent only once older than GRADER_PENDING_TIMEOUT_S (300 s)."""
+    broker = Refusing()
+    printed: list[str] = []
+    with TestClient(create_app(replace(settings, sweep_interval_s=0.2), dispatcher=broker,
+                               announce=printed.append)) as client:
+        course = make_course(client, printed[0].rsplit(" ", 1)[1])
+        sid = course.upload("alice", SUBMISSIONS / "correct_tinytorch.ipynb").json()["id"]
+        time.sleep(1)
+        assert broker.sent == []
+        broker.accepting = True
+        deadline = time.monotonic() + 30
+        while not broker.sent and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(1)  # more sweeps: it was handed over, and is not sent again
+        assert broker.sent == [(sid, 1)]

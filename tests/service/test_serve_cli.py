@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -13,16 +14,17 @@ from pathlib import Path
 import httpx2 as httpx
 import pytest
 
-from tests.service.conftest import ROOT, ROSTER, SUBMISSIONS
+from tests.service.conftest import ROOT, ROSTER, SUBMISSIONS, slow_notebook
 from tests.service.servers import free_port, stop_pid, wait_port
 
 pytestmark = pytest.mark.slow
 
 
-def serve(data: Path, port: int, log: Path) -> subprocess.Popen[bytes]:
+def serve(data: Path, port: int, log: Path, **env: str) -> subprocess.Popen[bytes]:
     with log.open("wb") as out:
         proc = subprocess.Popen([sys.executable, "-m", "grader.cli", "serve", "--data", str(data), "--port", str(port)],
-                                stdout=out, stderr=subprocess.STDOUT, cwd=ROOT, env=os.environ | {"GRADER_NO_DAEMON": "1"})
+                                stdout=out, stderr=subprocess.STDOUT, cwd=ROOT,
+                                env=os.environ | {"GRADER_NO_DAEMON": "1"} | env)
     wait_port(port, 60)
     return proc
 
@@ -113,3 +115,103 @@ def test_quiet_retries_say_an_outage_once_and_the_next_one_again() -> None:
                                                                 "Connected to redis://127.0.0.1:9/0",
                                                                 "the broker redis://127.0.0.1:9/0"]
     assert not any("Trying again" in m for m in said)
+
+
+def _course(http: httpx.Client, log: Path) -> list[dict[str, str]]:
+    line = next(x for x in log.read_text().splitlines() if "staff sign-in" in x)
+    staff = {"Authorization": f"Bearer {line.rsplit(' ', 1)[1]}"}
+    assert http.post("/api/courses", json={"slug": "c", "title": "C"}, headers=staff).status_code == 201
+    assert http.post("/api/courses/c/assignments", json={"slug": "a"}, headers=staff).status_code == 201
+    creds = http.post("/api/courses/c/roster", files={"roster": ("r.csv", ROSTER.encode())},
+                      headers=staff).json()["credentials"]
+    return [{"Authorization": f"Bearer {c['token']}"} for c in creds]
+
+
+def _statuses(data: Path) -> dict[str, tuple[str, int]]:
+    """Each submission's status and number of stored gradings, read from the SQLite file."""
+    with sqlite3.connect(data / "grader.sqlite") as db:
+        rows = db.execute("SELECT s.id, s.status, (SELECT count(*) FROM gradings g WHERE g.submission_id = s.id) "
+                          "FROM submissions s").fetchall()
+    return {sid: (status, n) for sid, status, n in rows}
+
+
+def _wait_grading(http: httpx.Client, ids: dict[str, dict[str, str]], count: int) -> set[str]:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        grading = {sid for sid, auth in ids.items()
+                   if http.get(f"/api/submissions/{sid}", headers=auth).json()["status"] == "grading"}
+        if len(grading) >= count:
+            return grading
+        time.sleep(0.1)
+    raise AssertionError(f"{count} gradings did not start within 60 s")
+
+
+def test_sigterm_finishes_the_gradings_in_progress_and_leaves_the_queue(tmp_path: Path) -> None:
+    """Was: the port closed, then the whole queue was graded before the process exited."""
+    port, data = free_port(), tmp_path / "data"
+    proc = serve(data, port, tmp_path / "first.log")
+    try:
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60) as http:
+            students = _course(http, tmp_path / "first.log")
+            ids: dict[str, dict[str, str]] = {}
+            for i in range(6):
+                path = slow_notebook(tmp_path, 5, f"term{i}")
+                r = http.post("/api/courses/c/assignments/a/submissions", headers=students[i % 2],
+                              files={"file": (path.name, path.read_bytes())})
+                assert r.status_code == 202, r.text
+                ids[r.json()["id"]] = students[i % 2]
+            in_progress = _wait_grading(http, ids, 2)  # the pool's two threads
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        signalled = time.monotonic()
+        assert proc.wait(120) in (0, -signal.SIGTERM)
+    took = time.monotonic() - signalled
+    print(f"MEASURED: SIGTERM with 2 gradings in progress and 4 queued: exited after {took:.1f} s")
+    assert took < 60
+    after = _statuses(data)
+    assert {sid: after[sid] for sid in in_progress} == {sid: ("graded", 1) for sid in in_progress}
+    left = {sid: after[sid] for sid in ids if sid not in in_progress}
+    assert left == {sid: ("queued", 0) for sid in left}, after
+    assert "Application shutdown complete" in (tmp_path / "first.log").read_text()
+    again = serve(data, port, tmp_path / "second.log")  # the queue left is graded at the next start
+    try:
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=120) as http:
+            for sid in left:
+                view = http.get(f"/api/submissions/{sid}", params={"wait": 60}, headers=ids[sid]).json()
+                if not view["final"]:
+                    view = http.get(f"/api/submissions/{sid}", params={"wait": 60}, headers=ids[sid]).json()
+                assert view["status"] == "graded", view
+    finally:
+        stop_pid(again, timeout=120)
+
+
+def test_sigterm_leaves_a_grading_past_the_grace_for_the_next_start(tmp_path: Path) -> None:
+    """A grading longer than GRADER_SHUTDOWN_GRACE_S does not hold the stop: it is left unstored
+    (never scored as failed) and graded again at the next start."""
+    port, data = free_port(), tmp_path / "data"
+    proc = serve(data, port, tmp_path / "first.log", GRADER_SHUTDOWN_GRACE_S="1")
+    try:
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60) as http:
+            students = _course(http, tmp_path / "first.log")
+            path = slow_notebook(tmp_path, 15, "grace")
+            r = http.post("/api/courses/c/assignments/a/submissions", headers=students[0],
+                          files={"file": (path.name, path.read_bytes())})
+            assert r.status_code == 202, r.text
+            sid = r.json()["id"]
+            _wait_grading(http, {sid: students[0]}, 1)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        signalled = time.monotonic()
+        assert proc.wait(120) in (0, -signal.SIGTERM)
+    took = time.monotonic() - signalled
+    print(f"MEASURED: SIGTERM with a 15 s grading in progress, 1 s grace: exited after {took:.1f} s")
+    assert took < 60
+    assert _statuses(data)[sid] == ("grading", 0)
+    assert "left for the next start" in (tmp_path / "first.log").read_text()
+    again = serve(data, port, tmp_path / "second.log")
+    try:
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=120) as http:
+            view = http.get(f"/api/submissions/{sid}", params={"wait": 60}, headers=students[0]).json()
+            assert view["status"] == "graded", view
+    finally:
+        stop_pid(again, timeout=120)
