@@ -7,6 +7,7 @@ non-passing status. Only problems the *user of the grader* must fix raise.
     ├── SubmissionError        the file cannot be graded at all (load stage)
     ├── LocateError            a module's work or its rubric is not where we looked (tito, pytest plugin)
     ├── RubricError            the rubric file is invalid (rubric stage)
+    ├── NoCourseSecret         official grading without a seed secret of the course's own (grader.secret)
     ├── ModuleUnitError        a course-module unit is missing, ambiguous or broken (grader.modules)
     ├── SandboxError           the sandbox could not be started or used (sandbox stage)
     │   └── SandboxUnavailable  the requested backend is not available on this machine
@@ -25,7 +26,8 @@ non-passing status. Only problems the *user of the grader* must fix raise.
     │   └── Forbidden          403 (a page this user may not see)
     ├── SignInFirst            no valid session: the browser is sent to the sign-in page
     ├── LaunchRejected         an LTI launch that is refused (shown to the user, logged for staff)
-    │   └── NeedsStaff         a launch that links a new LMS course: course staff sign in first
+    │   ├── NeedsStaff         a launch that links a new LMS course: course staff sign in first
+    │   └── AddressRefused     a URL from outside names an address the tool may not connect to
     └── PassbackError          a score could not be sent to the LMS (retried, shown to staff)
 
 Each also subclasses the builtin it resembles (``ValueError``, ``FileNotFoundError``,
@@ -57,6 +59,10 @@ class SandboxError(GraderError, RuntimeError):
 
 class SandboxUnavailable(SandboxError):
     """The requested sandbox backend cannot run on this machine; the message says how to fix it."""
+
+
+class NoCourseSecret(GraderError):
+    """Official grading without a course seed secret of its own (grader.secret)."""
 
 
 class ModuleUnitError(GraderError, ValueError):
@@ -138,6 +144,11 @@ class SignInFirst(GraderError):
 
 class LaunchRejected(GraderError):
     """An LTI launch that is refused; the message is shown to the user and logged for staff."""
+
+
+class AddressRefused(LaunchRejected):
+    """A URL from outside (an LMS's registration) names a host whose address this tool may not
+    connect to: loopback, link-local or private, unless ``lti.toml`` allows it."""
 
 
 class NeedsStaff(LaunchRejected):

@@ -135,6 +135,7 @@ def _candidates(folder: Path) -> Iterator[Path]:
 def grade_submission(layout: Layout, rubric: Rubric, backend: str = "local") -> tuple[StoredResult, SubmissionMetadata]:
     """Grade ROOT/submission; a submission or grader fault becomes the result's status."""
     from .batch.store import ResultStatus, StoredResult, now
+    from .secret import file_secret
     from .session import Session
 
     meta, _ = read_metadata(layout.metadata)
@@ -145,7 +146,9 @@ def grade_submission(layout: Layout, rubric: Rubric, backend: str = "local") -> 
         notebook = find_notebook(layout.submission)
         file_name = notebook.name
         with Session(official=True, hide=(layout.root / "source", layout.results.parent)) as session:
-            report = session.grade(notebook, rubric, backend=backend)
+            # the course's seed secret, from the autograder zip (make_zip.sh) or GRADER_SEED_SECRET
+            seed_secret = file_secret(layout.root / "source" / "seed_secret")
+            report = session.grade(notebook, rubric, backend=backend, seed_secret=seed_secret)
         status = "graded"
     except SubmissionError as e:
         status, reason = "invalid", str(e)

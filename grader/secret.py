@@ -17,16 +17,12 @@ import os
 import secrets
 from pathlib import Path
 
-from .errors import GraderError
+from .errors import GraderError, NoCourseSecret
 from .settings import settings
 
 PRACTICE_SECRET = b"tinytorch-grader"  # public: the seed of practice runs only
 FILE = "seed-secret"
 MAX_BYTES = 4096
-
-
-class NoCourseSecret(GraderError):
-    """Official grading without a course secret of its own."""
 
 
 def practice_secret() -> bytes:
@@ -45,6 +41,26 @@ def official(secret: bytes | None) -> bytes:
                              "so the hidden checks' inputs could be predicted: set it to a long random string of the "
                              "course's own, or unset it to let the grader make one")
     return secret
+
+
+def read_secret(path: Path) -> bytes:
+    """The secret a file holds (at most MAX_BYTES + 1 read; surrounding white space dropped); OSError."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    with os.fdopen(fd, "rb") as f:
+        return f.read(MAX_BYTES + 1).strip()
+
+
+def file_secret(path: Path) -> bytes | None:
+    """The course secret for official grading from ``path`` when it holds one (Gradescope's
+    ``source/seed_secret``), ``GRADER_SEED_SECRET`` winning; None when neither has one."""
+    given = settings().seed_secret
+    if given is not None:
+        return official(given)
+    try:
+        value = read_secret(path)
+    except OSError:
+        return None
+    return official(value) if value and len(value) <= MAX_BYTES else None
 
 
 def folder_secret(folder: Path) -> bytes:
@@ -69,9 +85,7 @@ def folder_secret(folder: Path) -> bytes:
                     pass  # another batch made it first: that one is the course's
             finally:
                 made.unlink(missing_ok=True)
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-        with os.fdopen(fd, "rb") as f:
-            value = f.read(MAX_BYTES + 1).strip()
+        value = read_secret(path)
     except OSError as e:
         raise GraderError(f"the course's seed secret cannot be kept in {path} ({e.strerror or e}); give a folder "
                           "you can write to, or set GRADER_SEED_SECRET") from None

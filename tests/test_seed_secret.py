@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from grader import Grader
-from grader.errors import GraderError
-from grader.secret import FILE, PRACTICE_SECRET, NoCourseSecret
+from grader.errors import GraderError, NoCourseSecret
+from grader.secret import FILE, PRACTICE_SECRET
 from grader.session import Session
 from grader.settings import reload
 
@@ -149,3 +149,15 @@ def test_an_unreadable_secret_file_is_an_error_with_the_fix(tmp_path: Path, no_s
     (tmp_path / "file").write_text("x", encoding="utf-8")
     with pytest.raises(GraderError, match="cannot be kept in"):
         folder_secret(tmp_path / "file")
+
+
+def test_gradescope_mode_reads_the_zips_secret_itself(tmp_path: Path) -> None:
+    """Run without run_autograder (which exports it): the mode reads source/seed_secret itself."""
+    from .test_gradescope_mode import autograder_root
+
+    root = autograder_root(tmp_path, notebook="correct_tinytorch.ipynb")
+    (root / "source" / "seed_secret").write_text("course-secret-1234\n", encoding="utf-8")
+    run = subprocess.run([sys.executable, "-m", "grader.gradescope_mode", "--root", str(root)], env=without_secret(),
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert json.loads((root / "results" / "results.json").read_text(encoding="utf-8"))["score"] == 100.0

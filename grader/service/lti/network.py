@@ -18,14 +18,10 @@ from typing import Any
 import httpcore2
 import httpx2
 
-from ...errors import LaunchRejected
+from ...errors import AddressRefused as AddressRefused  # re-exported: registration catches it
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
-
-
-class AddressRefused(LaunchRejected):
-    """A URL from outside names a host whose address this tool may not connect to."""
 
 
 def networks(values: object) -> tuple[Network, ...]:
