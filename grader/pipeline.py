@@ -18,11 +18,10 @@ from .load import LoadLimits
 from .models import CheckResult, ExtractionSummary, GradeReport, StudentModule, cell_labels, shown
 from .paths import expected_cache_dir
 from .plan import Job, plan, submission_seeds
-from .reference import Oracle
+from .reference import Oracle, oracle_for
 from .rubric import CheckSpec, Rubric, load_rubric
-from .sandbox import Sandbox, Startable
+from .sandbox import Sandbox, Startable, make_sandbox
 from .score import total
-from .session import Session
 from .settings import settings
 
 
@@ -45,22 +44,11 @@ class Grader:
         # the key of the hidden checks' inputs: official grading refuses to go without the course's own
         self.seed_secret = secret.official(seed_secret or settings().seed_secret) if official else seed_secret
         self.rubric = rubric if isinstance(rubric, Rubric) else load_rubric(rubric)
-        # Sandboxes and reference workers come from a Session, the one owner of both: the caller's
-        # (``Session.grader``, which passes them in and closes them itself), or else a private one,
-        # closed with this grader.
-        self._session = Session(official=official) if isinstance(backend, str) or reference is None else None
-        try:
-            if isinstance(backend, str):
-                assert self._session is not None
-                backend = self._session.sandbox(backend)
-            if reference is None:
-                assert self._session is not None
-                reference = self._session.oracle(self.rubric.module)
-        except BaseException:
-            self.close()
-            raise
-        self.sandbox: Sandbox = backend
-        self.reference: Oracle = reference
+        # A Grader closes only what it made; a sandbox or reference worker passed in (by a Session,
+        # usually: the front ends' one door) stays open.
+        self._owns_sandbox, self._owns_reference = isinstance(backend, str), reference is None
+        self.sandbox = make_sandbox(backend, official) if isinstance(backend, str) else backend
+        self.reference = reference or oracle_for(self.rubric.module)
         unit = modules.get(self.rubric.module)
         self.rules, self.probes = unit.judge_rules(), unit.load_probes()
         self.public_only, self.seed, self.limits = public_only, seed, limits
@@ -86,8 +74,10 @@ class Grader:
                                               f"{type(e).__name__}: {shown(str(e))[:300]}")
 
     def close(self) -> None:
-        if self._session is not None:  # what this grader's own session made; never a caller's
-            self._session.close()
+        if isinstance(self.sandbox, Startable) and self._owns_sandbox:
+            self.sandbox.close()
+        if self._owns_reference:
+            self.reference.close()
 
     def __enter__(self) -> Grader:
         return self

@@ -49,13 +49,12 @@ class Oracle(Protocol):
     def close(self) -> None: ...
 
 
-def oracle_for(module: str, cached: bool = True) -> Oracle:
+def oracle_for(module: str) -> Oracle:
     """The reference worker where the module's reference solution is installed (the staff package),
-    else the public checks' expected outputs shipped with the student package (grader/shipped.py).
-    ``cached=False``: the worker computes every output afresh. Only a Session calls this."""
+    else the public checks' expected outputs shipped with the student package (grader/shipped.py)."""
     from .shipped import ShippedOracle, has_reference
 
-    return ReferenceOracle(module, cached=cached) if has_reference(module) else ShippedOracle(module)
+    return ReferenceOracle(module) if has_reference(module) else ShippedOracle(module)
 
 
 SERVE = "import sys; sys.path[:0] = [{path!r}]; import grader.harness.run as r; r.serve({chunks!r})"

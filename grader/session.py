@@ -6,8 +6,6 @@ session owns what is expensive and shared: the sandboxes (one per backend, start
 their interpreters boot while the caller imports), the reference oracles (one per course module)
 and their lifecycle. A ``Grader`` made by a session uses them and never closes them; the session
 closes everything once, at the end. The daemon simply keeps one session open across requests.
-Nothing else makes a sandbox or an oracle (tests/test_units.py checks it): a ``Grader`` made on
-its own (``Grader("rubric.toml", "local")``) opens a private session and closes it with itself.
 """
 
 from __future__ import annotations
@@ -34,7 +32,7 @@ class Session:
         self.hide = tuple(hide)  # extra staff paths every sandbox of this session keeps away from students
         self.runs = runs  # how many sandbox runs this session will make, when known (None: open-ended)
         self._sandboxes: dict[str, Sandbox] = {}
-        self._oracles: dict[tuple[str, bool], Oracle] = {}
+        self._oracles: dict[str, Oracle] = {}
         self._lock = threading.Lock()
         self._closed = False
 
@@ -56,19 +54,18 @@ class Session:
                 self._sandboxes[backend] = made
             return self._sandboxes[backend]
 
-    def oracle(self, module: str, *, cached: bool = True) -> Oracle:
+    def oracle(self, module: str) -> Oracle:
         """The expected outputs of a course module (its trusted reference worker, or in the student
-        package the shipped expected outputs), made on first use; ``cached=False``: a worker that
-        computes every output afresh (refreshing the shipped outputs)."""
+        package the shipped expected outputs), made on first use."""
         from .reference import oracle_for
 
         with self._lock:
             if self._closed:
                 raise RuntimeError("this grading session is closed")
-            if (module, cached) not in self._oracles:
-                self._oracles[module, cached] = oracle_for(module, cached)
-                self._fork_reference_from_zygote(self._oracles[module, cached])
-            return self._oracles[module, cached]
+            if module not in self._oracles:
+                self._oracles[module] = oracle_for(module)
+                self._fork_reference_from_zygote(self._oracles[module])
+            return self._oracles[module]
 
     def _fork_reference_from_zygote(self, oracle: Oracle) -> None:
         """A reference worker of a session with a local sandbox is forked by its zygote (numpy and

@@ -145,25 +145,3 @@ def test_there_is_no_import_circle_in_the_grader() -> None:
         if node not in index:
             visit(node)
     assert circles == []
-
-
-# Who may make what: the session is the one owner of sandboxes and reference workers.
-MAKERS = {"make_sandbox": {"grader/session.py"}, "oracle_for": {"grader/session.py"},
-          "LocalSandbox": {"grader/sandbox/__init__.py"}, "DockerSandbox": {"grader/sandbox/__init__.py"},
-          "HidingSandbox": {"grader/session.py"}, "ReferenceOracle": {"grader/reference.py"},
-          "ShippedOracle": {"grader/reference.py"}}
-
-
-def test_only_the_session_makes_sandboxes_and_reference_workers() -> None:
-    """Grader, the front ends, batch, selftest and the shipped-output refresh all borrow them from a
-    Session (a Grader made alone opens a private one), so one place starts and closes them."""
-    found = []
-    for path in sorted((ROOT / "grader").rglob("*.py")):
-        relative = path.relative_to(ROOT).as_posix()
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.Call):
-                name = node.func.id if isinstance(node.func, ast.Name) else (
-                    node.func.attr if isinstance(node.func, ast.Attribute) else "")
-                if name in MAKERS and relative not in MAKERS[name]:
-                    found.append(f"{relative}:{node.lineno} calls {name}")
-    assert found == []

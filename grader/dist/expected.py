@@ -21,7 +21,7 @@ from .. import modules
 from ..channel import ProbeRecord
 from ..harness.records import SCHEMA
 from ..plan import Job, plan
-from ..session import Session
+from ..reference import ReferenceOracle
 from ..rubric import load_rubric
 from ..sandbox.bundle import bundle_hash
 from ..shipped import MANIFEST, SCHEMA_VERSION, check_key, file_digest
@@ -49,8 +49,11 @@ def refresh(module: str) -> Path:
     """Recompute the module's shipped expected outputs from its reference; the folder written."""
     unit = modules.get(module)
     job = public_job(module)
-    with Session() as session:  # a fresh worker: the same files whatever ran on this machine before
-        expected = session.oracle(module, cached=False).expected(job)
+    oracle = ReferenceOracle(module, cached=False)  # the same files whatever ran on this machine before
+    try:
+        expected = oracle.expected(job)
+    finally:
+        oracle.close()
     work = Path(tempfile.mkdtemp(prefix=".public_expected-", dir=unit.root))
     try:
         out = work / "out"
