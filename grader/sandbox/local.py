@@ -48,6 +48,9 @@ if TYPE_CHECKING:
 
 ZYGOTE = "import sys; sys.path[:0] = [{path!r}]; import grader.harness.zygote as z; z.serve({fd})"
 FORK_TIMEOUT_S = 10.0
+# A new zygote's first answer also waits for its interpreter to boot (numpy, the runtime): on a
+# loaded machine that alone can take longer than a fork, so the first answer gets this long.
+ZYGOTE_BOOT_S = 90.0
 MAX_READY = 4
 MAX_JOB_BYTES = 32 * 1024 * 1024
 CPU_CEILING_S = 3600  # a ready sandbox's CPU limit until its job lowers it to the job's own
@@ -156,6 +159,7 @@ class LocalSandbox:
         self._lock = threading.Lock()
         self._zygote: subprocess.Popen[bytes] | None = None
         self._sock: socket.socket | None = None
+        self._booted = False  # the current zygote has answered once (its interpreter is up)
         self._verified: tuple[str, ...] | None = None
         self._pool = Background()
         self._spares: list[_Box] = []  # sandboxes isolated, self-tested and waiting for a job
@@ -360,10 +364,11 @@ class LocalSandbox:
         with self._lock:
             for _attempt in (1, 2):  # a zygote that died is restarted once
                 sock = self._ensure_zygote()
-                sock.settimeout(FORK_TIMEOUT_S)
+                sock.settimeout(self._answer_timeout())
                 try:
                     sock.sendall(json.dumps(request).encode())
                     message, fds, _, _ = socket.recv_fds(sock, 4096, 5)
+                    self._booted = True
                     if len(fds) == 5:
                         answer = json.loads(message)
                         return int(answer["pid"]), (fds[0], fds[1], fds[2], fds[3], fds[4]), list(answer["cgroups"])
@@ -382,9 +387,10 @@ class LocalSandbox:
         with self._lock:
             sock = self._ensure_zygote()
             try:
-                sock.settimeout(FORK_TIMEOUT_S)
+                sock.settimeout(self._answer_timeout())
                 sock.sendall(json.dumps(request).encode())
                 message, fds, _, _ = socket.recv_fds(sock, 4096, 4)
+                self._booted = True
             except OSError as e:
                 self._restart()
                 raise SandboxError(f"the local sandbox's zygote did not fork the reference worker: {e}") from None
@@ -399,7 +405,7 @@ class LocalSandbox:
         with self._lock:
             sock = self._ensure_zygote()
             try:
-                sock.settimeout(FORK_TIMEOUT_S)
+                sock.settimeout(self._answer_timeout())
                 sock.sendall(json.dumps({"kill_uid": uid}).encode())
                 sock.recv(64)
             except OSError:
@@ -418,8 +424,12 @@ class LocalSandbox:
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
         )
         child.close()
-        self._sock = host
+        self._sock, self._booted = host, False
         return host
+
+    def _answer_timeout(self) -> float:
+        """How long the zygote may take to answer: a fork's time, or its boot's before its first answer."""
+        return FORK_TIMEOUT_S if self._booted else ZYGOTE_BOOT_S
 
     def _restart(self) -> None:
         if self._zygote is not None:
