@@ -75,6 +75,6 @@ def test_no_two_folders_import_each_other() -> None:
     assert two_way_ties(edges, LAYERED) == []
 
 
-if __name__ == "__main__":  # print the folder-level two-way ties of a checkout (for the notes)
+if __name__ == "__main__":  # python -m tests.test_layers: the folder-level two-way ties of a checkout
     for a, b in two_way_ties(folder_imports()):
         print(f"{a} <-> {b}")
