@@ -117,13 +117,6 @@ def _pending(fd: int) -> int:
     return int.from_bytes(buf, sys.byteorder)
 
 
-def kill_group(pgid: int) -> None:
-    try:
-        os.killpg(pgid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
 class ForkedWorker:
     """A worker process that is not our child (the local zygote forked it), driven like a
     ``subprocess.Popen`` with text pipes: ``poll``, ``kill``, ``wait`` through its pidfd."""
