@@ -28,7 +28,7 @@ from .errors import GraderError, SubmissionError
 from .sandbox import BACKENDS
 
 if TYPE_CHECKING:  # the rest loads when grading starts: building the command line stays fast
-    from .batch.store import StoredResult
+    from .results.record import StoredResult
     from .rubric import Rubric
 
 DEFAULT_ROOT = Path("/autograder")
@@ -134,7 +134,7 @@ def _candidates(folder: Path) -> Iterator[Path]:
 
 def grade_submission(layout: Layout, rubric: Rubric, backend: str = "local") -> tuple[StoredResult, SubmissionMetadata]:
     """Grade ROOT/submission; a submission or grader fault becomes the result's status."""
-    from .batch.store import ResultStatus, StoredResult, now
+    from .results.record import ResultStatus, StoredResult, now
     from .secret import file_secret
     from .session import Session
 

@@ -166,14 +166,14 @@ def _other_notes(report: GradeReport) -> list[str]:
     return notes
 
 
-def _notes(report: GradeReport) -> list[str]:
+def notes(report: GradeReport) -> list[str]:
     """Every note on how the notebook was read and run, for the feedback pages (grader.feedback.view)."""
     ex = report.extraction
-    notes = list(ex.notes)
-    notes += [f"cell {e.cell}, line {e.line}: syntax error ({e.message}); this cell was skipped"
+    lines = list(ex.notes)
+    lines += [f"cell {e.cell}, line {e.line}: syntax error ({e.message}); this cell was skipped"
               for e in ex.syntax_errors]
-    notes += [f"while defining your code: {e}" for e in ex.import_errors]
-    return notes + _other_notes(report)[len(ex.notes):]
+    lines += [f"while defining your code: {e}" for e in ex.import_errors]
+    return lines + _other_notes(report)[len(ex.notes):]
 
 
 def write_json(reports: Sequence[GradeReport], path: Path) -> None:

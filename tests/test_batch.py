@@ -19,8 +19,8 @@ import pytest
 from grader.batch.archive import extract_zip
 from grader.batch.layouts import discover
 from grader.batch.runner import run_batch
-from grader.batch.store import SQLiteStore
 from grader.errors import SubmissionError
+from grader.results.store import SQLiteStore
 
 from .conftest import SUBMISSIONS
 
@@ -247,7 +247,7 @@ def test_a_stored_report_that_cannot_be_read_fails_only_that_student_and_is_grad
     of the class still come out, that student is listed as not graded, and the next batch regrades it."""
     import sqlite3
 
-    from grader.batch.store import UNREADABLE
+    from grader.results.record import UNREADABLE
 
     src = tmp_path / "in"
     src.mkdir()
@@ -279,7 +279,7 @@ def test_a_result_holding_text_no_encoder_accepts_is_still_stored(tmp_path: Path
     surrogate that got in anyway is escaped, not allowed to stop the class's store and files."""
     from grader import Grader
     from grader.batch.runner import write_student_report
-    from grader.batch.store import StoredResult, now
+    from grader.results.record import StoredResult, now
 
     with Grader(backend="local", public_only=True) as g:
         report = g.grade(CORRECT)

@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from grader.batch.store import SQLiteStore, StoredResult
 from grader.export import EXPORTERS, Gradebook, RosterError, build_gradebook, parse_roster
 from grader.export.cli import add_export_parser, export_command, load_gradebook
 from grader.models import BackendInfo, CheckResult, ExtractionSummary, GradeReport
+from grader.results.record import StoredResult
+from grader.results.store import SQLiteStore
 from grader.rubric import Rubric, load_rubric
 
 SECRET = "SECRET-HIDDEN-DETAIL-777"

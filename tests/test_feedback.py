@@ -22,13 +22,14 @@ import pytest
 from markdown_it import MarkdownIt
 from markupsafe import escape as markup_escape
 
-from grader.batch.store import SQLiteStore, StoredResult
 from grader.feedback import md_block, md_text, render_html, render_markdown, student_view, write_feedback
 from grader.feedback.pictures import heatmaps, histogram_svg, png
 from grader.feedback.summary import build_summary, cause_of
 from grader.feedback.summary_html import render_summary_html
 from grader.feedback.view import CheckView, StudentView
 from grader.models import BackendInfo, CheckResult, ExtractionSummary, Figure, GradeReport
+from grader.results.record import StoredResult
+from grader.results.store import SQLiteStore
 from grader.rubric import Rubric, load_rubric
 from grader.visibility import DateError, Release, release_for
 

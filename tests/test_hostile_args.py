@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.batch.store import SQLiteStore
+from grader.results.store import SQLiteStore
 from grader.rubric import load_rubric
 
 from .conftest import SUBMISSIONS

@@ -16,9 +16,9 @@ import pytest
 from grader.batch.identify import resolve
 from grader.batch.layouts import discover
 from grader.batch.runner import run_batch
-from grader.batch.store import SQLiteStore
 from grader.errors import RosterError, SubmissionError
 from grader.export import parse_roster
+from grader.results.store import SQLiteStore
 
 from .conftest import SUBMISSIONS
 

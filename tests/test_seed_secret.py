@@ -121,10 +121,10 @@ def test_the_service_grades_with_a_secret_of_its_own_kept_in_its_store(tmp_path:
     from fastapi.testclient import TestClient
     from sqlalchemy import select
 
+    from grader.results.tables import Meta
     from grader.service.app import create_app
     from grader.service.ops import SEED_SECRET_KEY
     from grader.service.settings import Settings
-    from grader.service.tables import Meta
 
     from .service.conftest import make_course
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from ..errors import SubmissionError
-from .names import shown_name
+from ..results.names import shown_name
 
 
 @dataclass(frozen=True)

@@ -11,11 +11,11 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from ..errors import GraderError, RosterError, os_reason
-from ..export.roster import Roster
+from ..results.record import StoredResult
+from ..results.roster import Roster
 from ..session import Session
 from .layouts import Discovery
 from .runner import run_batch
-from .store import StoredResult
 
 EXIT_OK, EXIT_USAGE = 0, 2
 
@@ -92,7 +92,7 @@ def check_roster(path: Path | None) -> Roster | None:
         raise RosterError(f"roster {path}: is a directory; give the roster's .csv file")
     if not path.is_file():
         raise RosterError(f"roster {path}: not found")
-    from ..export.roster import read_roster
+    from ..results.roster import read_roster
 
     roster = read_roster(path)
     if roster.duplicates:

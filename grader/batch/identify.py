@@ -23,9 +23,9 @@ from collections import defaultdict
 from typing import Literal
 
 from ..errors import RosterError, SubmissionError
-from ..export.roster import Roster, RosterEntry
+from ..results.names import check_name, shown_name
+from ..results.roster import Roster, RosterEntry
 from .layouts import Discovery, Entry
-from .names import check_name, shown_name
 
 Keep = Literal["latest", "all"]
 

@@ -21,9 +21,9 @@ from pathlib import Path, PurePath
 from typing import Any
 
 from ..errors import SubmissionError
+from ..results.names import check_name, is_safe, shown_name
 from . import lms
 from .archive import extract_zip
-from .names import check_name, is_safe, shown_name
 
 SUFFIXES = (".ipynb", ".py")
 

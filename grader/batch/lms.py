@@ -45,7 +45,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from .names import shown_name
+from ..results.names import shown_name
 
 CANVAS = re.compile(r"^(?:(?P<name>.+?)_)??(?:(?P<late>LATE|late)_)?(?P<user>\d+|anon_[A-Za-z0-9]+)_(?P<file_id>\d+)_"
                     r"(?P<file>.+)$")

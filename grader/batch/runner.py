@@ -16,16 +16,17 @@ from pathlib import Path
 
 from .. import __version__
 from ..errors import GraderError, SubmissionError, os_reason
-from ..export.roster import Roster
 from ..load import LoadLimits
 from ..models import shown
+from ..results.names import shown_name
+from ..results.record import StoredResult, cache_key, now
+from ..results.roster import Roster
+from ..results.store import SQLiteStore
 from ..rubric import Rubric, load_rubric
 from ..secret import folder_secret
 from ..session import Session
 from .identify import Keep, resolve
 from .layouts import Discovery, Entry, discover
-from .names import shown_name
-from .store import SQLiteStore, StoredResult, cache_key, now
 
 
 @dataclass

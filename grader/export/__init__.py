@@ -1,13 +1,13 @@
 """Gradebook exports, built only from the stored score reports (no score is recomputed).
 
     base.py        Gradebook (stored results joined with the roster), the Exporter protocol, CSV helpers
-    roster.py      the roster CSV: columns, header spellings, problems
     gradescope.py  results.json per submission        canvas.py   Canvas gradebook import CSV
     moodle.py      Moodle grade import CSV             nbgrader.py nbgrader / tito export CSV
     otter.py       Otter-Grader final_grades.csv        plain.py    plain CSV with status and reasons
     cli.py         ``grader export`` (the I/O edge)
 
-Names are imported lazily, so that building the ``grader`` command line stays fast.
+The roster names come from ``grader/results/roster.py`` (the roster CSV: columns, header spellings,
+problems). Names are imported lazily, so that building the ``grader`` command line stays fast.
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Any
 FORMATS = ("gradescope", "canvas", "moodle", "nbgrader", "otter", "csv")
 
 _EXPORTS = {
-    "ExportFile": "base", "Exporter": "base", "GradeRow": "base", "Gradebook": "base", "build_gradebook": "base",
-    "Roster": "roster", "RosterEntry": "roster", "RosterError": "roster", "parse_roster": "roster",
-    "read_roster": "roster",
+    "ExportFile": ".base", "Exporter": ".base", "GradeRow": ".base", "Gradebook": ".base", "build_gradebook": ".base",
+    "Roster": "..results.roster", "RosterEntry": "..results.roster", "RosterError": "..results.roster",
+    "parse_roster": "..results.roster", "read_roster": "..results.roster",
 }
 
 __all__ = [
@@ -29,8 +29,8 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
+    from ..results.roster import Roster, RosterEntry, RosterError, parse_roster, read_roster
     from .base import Exporter, ExportFile, Gradebook, GradeRow, build_gradebook
-    from .roster import Roster, RosterEntry, RosterError, parse_roster, read_roster
 
     EXPORTERS: dict[str, Exporter]
 
@@ -53,5 +53,5 @@ def __getattr__(name: str) -> Any:
     if name == "EXPORTERS":
         return exporters()
     if name in _EXPORTS:
-        return getattr(import_module(f".{_EXPORTS[name]}", __name__), name)
+        return getattr(import_module(_EXPORTS[name], __name__), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -21,11 +21,11 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Literal, Protocol
 
-from ..batch.store import StoredResult, submitted_late
 from ..models import Visibility, shown
+from ..results.record import StoredResult, submitted_late
+from ..results.roster import Roster, RosterEntry, match_roster, split_name
 from ..rubric import Rubric
 from ..visibility import Release, parse_date
-from .roster import Roster, RosterEntry, split_name
 
 RowStatus = Literal["graded", "invalid", "failed_to_grade", "missing"]
 
@@ -193,22 +193,6 @@ def build_gradebook(results: Iterable[StoredResult], *, rubric: Rubric | None, r
     return Gradebook(title, max_score, checks, tuple(rows), tuple(problems), rubric, canvas_assignment_id, due_date,
                      tuple(conflicts), roster is not None, dict(canvas_ids or {}), release,
                      roster.assignments if roster is not None else (), late)
-
-
-def match_roster(roster: Roster, unclaimed: dict[str, StoredResult]) -> list[tuple[RosterEntry, list[StoredResult]]]:
-    """Each roster entry with the submissions that claim it, taken out of ``unclaimed``: the one
-    filed under its student id, and any filed under its full e-mail address."""
-    by_email: dict[str, list[str]] = {}
-    for sid, result in unclaimed.items():
-        if result.email and result.student_id == result.email:  # filed by e-mail: no SID was given
-            by_email.setdefault(result.email.casefold(), []).append(sid)
-    matched = []
-    for entry in roster.entries:
-        ids = [entry.student_id] if entry.student_id in unclaimed else []
-        if entry.email:
-            ids += [sid for sid in by_email.get(entry.email.casefold(), []) if sid not in ids and sid in unclaimed]
-        matched.append((entry, [unclaimed.pop(sid) for sid in ids]))
-    return matched
 
 
 def _row(student_id: str, result: StoredResult | None, entry: RosterEntry | None, max_score: float) -> GradeRow:

@@ -30,7 +30,7 @@ def add_export_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("results_dir", type=Path, metavar="RESULTS_DIR", help="the --out folder of 'grader batch'")
     p.add_argument("--format", required=True, choices=FORMATS, help="the gradebook format")
     p.add_argument("--roster", type=Path, help="roster CSV (default: RESULTS_DIR/roster.csv if present); "
-                                               "columns are documented in grader/export/roster.py")
+                                               "columns are documented in grader/results/roster.py")
     p.add_argument("--out", type=Path, metavar="PATH",
                    help="output file (a folder for gradescope); default: RESULTS_DIR/exports/<format file>")
     p.add_argument("--assignment-name", default="", help="assignment name in headers (default: the rubric title)")
@@ -99,11 +99,12 @@ def load_gradebook(results_dir: Path, *, roster_path: Path | None = None, assign
     """The gradebook of RESULTS_DIR: its stored results, its rubric and the roster."""
     import json
 
-    from ..batch.store import SQLiteStore, flagged_late
     from ..feedback.write import stored_release
+    from ..results.record import flagged_late
+    from ..results.roster import Roster, read_roster
+    from ..results.store import SQLiteStore
     from ..rubric import Rubric
     from .base import build_gradebook
-    from .roster import Roster, read_roster
 
     if not (results_dir / SQLiteStore.FILE).is_file():
         raise GraderError(f"{results_dir}: no {SQLiteStore.FILE}; run 'grader batch SOURCE --out {results_dir}' first")
@@ -128,7 +129,7 @@ def load_gradebook(results_dir: Path, *, roster_path: Path | None = None, assign
 
 def write_export(files: list[ExportFile], target: Path, *, per_submission: bool) -> Path:
     """Write the files: into folder ``target`` (per submission), or the one file to ``target``."""
-    from ..batch.names import is_safe
+    from ..results.names import is_safe
 
     if not per_submission:
         (only,) = files

@@ -18,9 +18,9 @@ import json
 from pathlib import PurePosixPath
 from typing import Any
 
-from ..batch.store import StoredResult
 from ..feedback.view import NOT_GRADED_BY_US, StudentView, student_view, summary_text
 from ..models import CheckResult, shown
+from ..results.record import StoredResult
 from ..rubric import Rubric
 from .base import ExportFile, Gradebook
 

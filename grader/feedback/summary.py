@@ -14,8 +14,8 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from ..batch.store import StoredResult
 from ..models import CheckResult, shown
+from ..results.record import StoredResult
 from ..rubric import Rubric
 
 SCHEMA_VERSION = 1

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..batch.names import is_safe
+from ..results.names import is_safe
 from .pictures import histogram
 from .templating import render
 

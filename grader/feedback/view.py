@@ -12,10 +12,10 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Literal
 
-from ..batch.store import ResultStatus, StoredResult
 from ..models import CheckStatus, Figure, Visibility
-from ..report import _notes as extraction_notes
 from ..report import coverage
+from ..report import notes as extraction_notes
+from ..results.record import ResultStatus, StoredResult
 from ..rubric import Rubric
 from ..visibility import Release
 

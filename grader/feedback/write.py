@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..batch.names import is_safe
-from ..batch.store import SQLiteStore, StoredResult, flagged_late, submitted_late
 from ..errors import GraderError, RosterError
-from ..export.roster import Roster, RosterEntry, read_roster
+from ..results.names import is_safe
+from ..results.record import StoredResult, flagged_late, submitted_late
+from ..results.roster import Roster, RosterEntry, match_roster, read_roster
+from ..results.store import SQLiteStore
 from ..rubric import Rubric
 from ..visibility import Release, release_for
 from .html import render_html
@@ -79,8 +80,6 @@ def _roster(results_dir: Path) -> tuple[Roster | None, str]:
 
 def _claims(results: list[StoredResult], roster: Roster | None) -> list[tuple[RosterEntry, list[StoredResult]]]:
     """Each roster student with the submissions that claim them, joined as the exports join them."""
-    from ..export.base import match_roster
-
     return match_roster(roster, {r.student_id: r for r in results}) if roster is not None else []
 
 

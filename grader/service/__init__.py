@@ -1,9 +1,7 @@
 """The grading service: an HTTP API, grading workers (in-process, or Celery on many hosts) and one
-SQL store shared with ``grader batch``.
+SQL store shared with ``grader batch`` (its tables, migrations and engines are in ``grader/results/``).
 
     settings.py   where the data, the database and the broker are; limits; backend
-    tables.py     SQLAlchemy tables (also used by grader/batch/store.py); migrations/ (Alembic)
-    database.py   engines, sessions, migrations, retries
     grading.py    the one function through which the service grades a file
     jobs.py       grade one submission and commit its result exactly once
     dispatch.py   hand a submission to the graders: an in-process pool, or Celery
@@ -13,6 +11,5 @@ SQL store shared with ``grader batch``.
     web/          the pages for students and staff (server-rendered; templates in feedback/templates/web)
     cli.py        ``grader serve`` and ``grader worker``
 
-Only ``tables.py`` and ``database.py`` are imported outside the service (by the batch store); the
-rest needs the ``service`` extra: ``pip install 'tinytorch-grader[service]'``.
+Nothing here is imported outside the service; it needs the ``service`` extra: ``pip install 'tinytorch-grader[service]'``.
 """

@@ -20,11 +20,12 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from .. import __version__
-from ..export.roster import RosterError, parse_roster
+from ..results.database import Database, StoreUnavailable
+from ..results.roster import RosterError, parse_roster
+from ..results.tables import Assignment, Audit, Course, Staff, Student, Submission, utcnow
 from . import ops, uploads
 from .auth import Principal, authenticate, bearer, own_submission, require_course, require_staff
 from .bodies import CheckedRoute
-from .database import Database, StoreUnavailable
 from .dispatch import CeleryDispatcher, Dispatcher, LocalPool
 from .exports import check_stats, export
 from .limits import BodyLimit, HeldStream, Waiting, token_checker
@@ -35,7 +36,6 @@ from .notify import Subscriber
 from .schemas import SLUG, SUBMISSION_ID, AssignmentIn, AssignmentPatch, CourseIn, OverrideIn
 from .settings import Settings
 from .sweeper import Sweeper, hand_over, sweep
-from .tables import Assignment, Audit, Course, Staff, Student, Submission, utcnow
 from .views import assignment_view, course_view, staff_result, status_view, student_result
 from .web import WebHooks, error_page, is_page, mount_web
 

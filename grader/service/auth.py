@@ -10,8 +10,8 @@ from fastapi import HTTPException, Request
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from ..results.tables import Staff, Student, Submission
 from .ops import NotFound, token_hash
-from .tables import Staff, Student, Submission
 
 
 @dataclass(frozen=True)

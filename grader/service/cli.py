@@ -132,8 +132,8 @@ def _serve(settings: Any, host: str, port: int) -> int:
 
 
 def _add_staff(settings: Any, name: str) -> int:
+    from ..results.database import Database
     from . import ops
-    from .database import Database
 
     db = Database(settings.database_url)
     db.migrate()

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
 
-from .database import Database
+from ..results.database import Database
 from .jobs import Heartbeat, run_job
 from .settings import Settings
 

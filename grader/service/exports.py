@@ -16,14 +16,14 @@ from typing import Any, cast
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from ..batch.names import is_safe
-from ..batch.store import ResultStatus, StoredResult
 from ..export import exporters
 from ..export.base import build_gradebook
-from ..export.roster import Roster, RosterEntry
 from ..models import GradeReport
+from ..results.names import is_safe
+from ..results.record import ResultStatus, StoredResult
+from ..results.roster import Roster, RosterEntry
+from ..results.tables import Assignment, Grading, Override, Student, Submission
 from .ops import Conflict, Invalid, effective, history, latest_submissions, rubric_of
-from .tables import Assignment, Grading, Override, Student, Submission
 from .views import iso
 
 

@@ -23,11 +23,11 @@ from sqlalchemy.orm import Session
 
 from ..errors import GraderError, SubmissionError
 from ..models import GradeReport, shown
+from ..results.database import Database
+from ..results.tables import Assignment, Grading, Submission, Worker, utcnow
 from ..rubric import Rubric
-from .database import Database
 from .grading import grade_file
 from .ops import seed_secret
-from .tables import Assignment, Grading, Submission, Worker, utcnow
 
 log = logging.getLogger("grader.service")
 Outcome = Literal["graded", "duplicate", "superseded", "missing", "abandoned"]

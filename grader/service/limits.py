@@ -20,7 +20,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import StreamingResponse
 
 from ..errors import Busy, RateLimited, StoreUnavailable
-from ..export.roster import MAX_BYTES as ROSTER_BYTES
+from ..results.roster import MAX_BYTES as ROSTER_BYTES
 from .settings import Settings
 
 Scope = MutableMapping[str, Any]

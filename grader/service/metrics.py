@@ -11,8 +11,8 @@ from prometheus_client.registry import Collector, CollectorRegistry
 from sqlalchemy import case, func, select
 from sqlalchemy.orm import Session
 
-from .database import Database
-from .tables import Grading, Submission, Worker, utcnow
+from ..results.database import Database
+from ..results.tables import Grading, Submission, Worker, utcnow
 
 BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.0, 3.0, 5.0, 10.0, 30.0, 60.0, 300.0)
 WORKER_SEEN_S = 60.0

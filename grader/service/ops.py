@@ -17,18 +17,16 @@ from sqlalchemy import delete, func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, object_session
 
-from ..batch.names import is_safe
 from ..errors import Busy, GraderError
 from ..errors import Conflict as Conflict  # the service's errors, re-exported for its modules
 from ..errors import Invalid as Invalid
 from ..errors import NotFound as NotFound
 from ..errors import RateLimited as RateLimited
 from ..errors import ServiceError as ServiceError
-from ..export.roster import Roster
 from ..models import shown
-from ..rubric import Rubric, load_rubric
-from .schemas import AssignmentIn, AssignmentPatch, CourseIn, Policy
-from .tables import (
+from ..results.names import is_safe
+from ..results.roster import Roster
+from ..results.tables import (
     Assignment,
     Audit,
     Course,
@@ -41,6 +39,8 @@ from .tables import (
     WebSession,
     utcnow,
 )
+from ..rubric import Rubric, load_rubric
+from .schemas import AssignmentIn, AssignmentPatch, CourseIn, Policy
 
 SEED_SECRET_KEY = "service.seed_secret"
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ..errors import GraderError
 from ..load import LoadLimits
-from .database import sqlite_url
+from ..results.database import sqlite_url
 
 
 def default_data_dir() -> Path:

@@ -27,9 +27,9 @@ from typing import Any
 from sqlalchemy import func, or_, select, update
 from sqlalchemy.orm import Session
 
-from .database import Database
+from ..results.database import Database
+from ..results.tables import Submission, Worker, utcnow
 from .dispatch import Dispatcher
-from .tables import Submission, Worker, utcnow
 
 log = logging.getLogger("grader.service")
 SETTLE_S = 10.0  # a job handed over this recently may still be on its way to the broker

@@ -17,7 +17,7 @@ from typing import Any
 from celery import Celery
 from celery.signals import worker_process_init, worker_shutdown
 
-from .database import Database, StoreUnavailable
+from ..results.database import Database, StoreUnavailable
 from .jobs import Heartbeat, requeue_grading_of, run_job
 from .notify import publish_done
 from .settings import Settings

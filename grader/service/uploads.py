@@ -24,15 +24,15 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from .. import models
-from ..batch.names import is_safe
 from ..errors import Busy, Invalid, SubmissionError, TooLarge
 from ..intake import load_bounded
 from ..load import LoadLimits
 from ..models import shown
+from ..results.names import is_safe
+from ..results.tables import Assignment, Course, Student, Submission
 from . import ops
 from .auth import Principal, require_course
 from .settings import Settings
-from .tables import Assignment, Course, Student, Submission
 from .views import status_view
 
 READERS = 2

@@ -8,8 +8,8 @@ from typing import Any
 
 from ..feedback.view import NOT_GRADED_BY_US, RELEASE
 from ..models import GradeReport
+from ..results.tables import Assignment, Course, Grading, Override, Student, Submission
 from .ops import active_override, effective, policy_of, released, rubric_of
-from .tables import Assignment, Course, Grading, Override, Student, Submission
 
 FINAL = ("graded", "invalid", "failed_to_grade")
 

@@ -26,9 +26,10 @@ from pathlib import Path
 import pytest
 
 from grader.batch.layouts import discover
-from grader.batch.store import SQLiteStore, StoredResult
 from grader.feedback.summary import build_summary
 from grader.models import BackendInfo, CheckResult, ExtractionSummary, GradeReport, shown
+from grader.results.record import StoredResult
+from grader.results.store import SQLiteStore
 from grader.rubric import load_rubric
 from tests.conftest import SUBMISSIONS
 

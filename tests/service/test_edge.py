@@ -225,7 +225,7 @@ def test_a_long_poll_reads_the_store_only_as_a_slow_fallback(parked: tuple[TestC
 
 
 def test_a_long_poll_is_woken_by_the_finished_grading(settings: Settings) -> None:
-    from grader.service.tables import Submission
+    from grader.results.tables import Submission
 
     with parked_service(replace(settings, poll_interval_s=600)) as (client, token):
         course = make_course(client, token)

@@ -19,13 +19,13 @@ import jwt
 import pytest
 from fastapi.testclient import TestClient
 
+from grader.results.tables import Assignment, Grading, Submission, utcnow
 from grader.service import ops
 from grader.service.app import create_app
 from grader.service.lti.ags import deliver_due
 from grader.service.lti.launch import JWKS_REFETCH_COOLDOWN_S
 from grader.service.lti.routes import app_config, tokens
 from grader.service.settings import Settings
-from grader.service.tables import Assignment, Grading, Submission, utcnow
 from tests.service.conftest import browser
 from tests.service.lti_platform import CLIENT_ID, LMS, Served, lti_toml, rsa_pem
 
@@ -248,7 +248,7 @@ def grade(client: TestClient, score: float, sub_id: str | None = None) -> str:
     def work(s: Any) -> str:
         from sqlalchemy import select
 
-        from grader.service.tables import Student
+        from grader.results.tables import Student
         student = s.scalar(select(Student))
         a = s.scalar(select(Assignment))
         nonlocal sub_id

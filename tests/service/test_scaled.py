@@ -25,10 +25,10 @@ import redis
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 
+from grader.results.database import Database
+from grader.results.tables import Grading, Submission
 from grader.service.app import create_app
-from grader.service.database import Database
 from grader.service.settings import Settings
-from grader.service.tables import Grading, Submission
 from tests.service.conftest import SUBMISSIONS, Course, make_course, slow_notebook
 from tests.service.servers import PostgresServer, RedisServer
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from grader.service.database import Database
-from grader.service.tables import Staff, Student
+from grader.results.database import Database
+from grader.results.tables import Staff, Student
 from tests.service.conftest import ROSTER, SUBMISSIONS, Course, bearer, make_course
 
 

@@ -19,13 +19,13 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
-from grader.batch.store import SQLiteStore
 from grader.models import BackendInfo, ExtractionSummary, GradeReport
+from grader.results.database import MIGRATIONS, Database, sqlite_url
+from grader.results.schema import metadata
+from grader.results.store import SQLiteStore
+from grader.results.tables import HEAD_REVISION, Assignment, Grading, Student, utcnow
 from grader.service import jobs, ops
-from grader.service.database import MIGRATIONS, Database, sqlite_url
-from grader.service.schema import metadata
 from grader.service.schemas import AssignmentIn, CourseIn
-from grader.service.tables import HEAD_REVISION, Assignment, Grading, Student, utcnow
 
 OLD_SCHEMA = """
 CREATE TABLE results (student_id TEXT PRIMARY KEY, cache_key TEXT NOT NULL, sha256 TEXT NOT NULL,
@@ -205,6 +205,7 @@ def test_the_same_upload_twice_at_once_is_one_submission_on_postgresql(pg_url: s
 
 def test_gradescope_mode_and_exports_do_not_load_sqlalchemy() -> None:
     """Only opening a store needs SQLAlchemy: a Gradescope container grading one file does not."""
-    code = ("import sys, grader.batch.store, grader.export.base, grader.feedback.view, grader.gradescope_mode; "
+    code = ("import sys, grader.results.record, grader.results.store, grader.batch.runner, grader.export.base, "
+            "grader.feedback.view, grader.gradescope_mode; "
             "sys.exit('sqlalchemy' in sys.modules)")
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0

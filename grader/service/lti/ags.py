@@ -21,14 +21,14 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from ...errors import PassbackError
-from ..database import Database
+from ...results.database import Database
+from ...results.lti_tables import PASSBACK_STATES, LtiContext, LtiLink, LtiPassback, LtiUser
+from ...results.tables import Assignment, Grading, Override, Student, Submission, utcnow
 from ..ops import active_override, effective, history, policy_of, released
-from ..tables import Assignment, Grading, Override, Student, Submission, utcnow
 from .checks import web_url
 from .config import LtiConfig, Platform
 from .keys import signing_key
 from .launch import record
-from .models import PASSBACK_STATES, LtiContext, LtiLink, LtiPassback, LtiUser
 from .registration import find_platform
 
 log = logging.getLogger("grader.service.lti")

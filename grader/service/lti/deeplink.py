@@ -14,13 +14,13 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from ...errors import LaunchRejected
+from ...results.lti_tables import LtiContext, LtiUser
+from ...results.tables import Assignment, Course
 from ..ops import rubric_of
-from ..tables import Assignment, Course
 from .config import LtiConfig
 from .keys import signing_key
 from .launch import CLAIM, DL_CLAIM
 from .links import LINK_PARAM, link_value
-from .models import LtiContext, LtiUser
 from .registration import find_platform
 
 

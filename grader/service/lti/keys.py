@@ -13,8 +13,8 @@ from jwt.algorithms import RSAAlgorithm
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from ..tables import utcnow
-from .models import LtiKey
+from ...results.lti_tables import LtiKey
+from ...results.tables import utcnow
 
 PUBLISHED = 2  # the newest key signs; the one before it is still published for verifiers' caches
 

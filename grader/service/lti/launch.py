@@ -22,12 +22,12 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from ...errors import LaunchRejected, NeedsStaff
+from ...results.lti_tables import LtiContext, LtiEvent, LtiLink, LtiLogin, LtiNonce, LtiUser
+from ...results.tables import Assignment, Course, Student, utcnow
 from ..ops import new_token, token_hash
-from ..tables import Assignment, Course, Student, utcnow
 from .checks import shown, web_url
 from .config import LtiConfig, Platform
 from .links import LINK_PARAM, read_link
-from .models import LtiContext, LtiEvent, LtiLink, LtiLogin, LtiNonce, LtiUser
 from .registration import find_platform
 
 log = logging.getLogger("grader.service.lti")

@@ -12,12 +12,12 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from ...errors import LaunchRejected, PassbackError
-from ..database import Database
+from ...results.database import Database
+from ...results.lti_tables import LtiContext
 from ..ops import Invalid, audit
 from .ags import SCOPE_NRPS, Tokens
 from .config import LtiConfig, Platform
 from .launch import ID, LIMITS, TEXT, is_staff, upsert_user
-from .models import LtiContext
 from .registration import find_platform
 
 MEMBERS_TYPE = "application/vnd.ims.lti-nrps.v2.membershipcontainer+json"

@@ -24,10 +24,10 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from ...errors import LaunchRejected
+from ...results.lti_tables import LtiInvitation, LtiPlatform
 from .checks import shown, web_url
 from .config import LtiConfig, Platform
 from .links import seal, unseal
-from .models import LtiInvitation, LtiPlatform
 from .network import AddressRefused
 
 INVITE = "lti-registration"

@@ -26,10 +26,11 @@ from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from ...errors import LaunchRejected, NeedsStaff
+from ...results.database import Database
+from ...results.lti_tables import LtiEvent, LtiPassback, LtiPlatform
+from ...results.tables import Assignment, Staff, Student, utcnow
 from ..auth import Principal, authenticate, bearer, require_staff
-from ..database import Database
 from ..ops import NotFound, audit, course_by_slug
-from ..tables import Assignment, Staff, Student, utcnow
 from ..web.pages import CSP, error_page, form_page, html
 from ..web.routes import redirect
 from ..web.sessions import (
@@ -59,7 +60,6 @@ from .launch import (
     verify_id_token,
 )
 from .links import LINK_PARAM, link_value, seal, unseal
-from .models import LtiEvent, LtiPassback, LtiPlatform
 from .network import guarded_client
 from .nrps import sync_roster
 from .registration import (

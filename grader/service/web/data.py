@@ -13,18 +13,18 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from ...batch.store import StoredResult
 from ...export import exporters
 from ...feedback.html import FigureView, figure_view
 from ...feedback.pictures import histogram
 from ...feedback.summary import build_summary
 from ...feedback.view import message_parts
 from ...models import Figure
+from ...results.record import StoredResult
+from ...results.tables import Assignment, Course, Student, Submission, Worker, utcnow
 from .. import ops
 from ..auth import Principal, own_submission, require_course
 from ..exports import stored_result
 from ..metrics import WORKER_SEEN_S
-from ..tables import Assignment, Course, Student, Submission, Worker, utcnow
 from ..views import staff_result, status_view, student_result
 from .code import Excerpt, code_cells, excerpts_for
 

@@ -18,11 +18,11 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from ...errors import Forbidden, SignInFirst
+from ...results.tables import Staff, Student, utcnow
 from .. import ops
 from ..auth import Principal, authenticate, own_submission
 from ..exports import export
 from ..schemas import SLUG, SUBMISSION_ID
-from ..tables import Staff, Student, utcnow
 from . import data
 from .pages import form_page, static_file
 from .sessions import (

@@ -35,9 +35,9 @@ from fastapi import Request, Response
 from sqlalchemy import delete
 from sqlalchemy.orm import Session
 
+from ...results.tables import Staff, Student, WebSession, utcnow
 from ..auth import Principal
 from ..ops import end_person_sessions, stored_secret
-from ..tables import Staff, Student, WebSession, utcnow
 
 SESSION_COOKIE, CSRF_COOKIE = "grader_session", "grader_csrf"
 HOST_PREFIX = "__Host-"  # over TLS: Secure, Path=/, no Domain (browsers enforce it)

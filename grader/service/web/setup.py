@@ -24,11 +24,11 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from ...export.base import csv_text
-from ...export.roster import MAX_BYTES, RosterError, parse_roster
 from ...models import Visibility
+from ...results.roster import MAX_BYTES, RosterError, parse_roster
+from ...results.tables import Assignment, Course, Student
 from .. import ops
 from ..schemas import SLUG, AssignmentIn, CourseIn, Policy, RateLimit
-from ..tables import Assignment, Course, Student
 
 if TYPE_CHECKING:
     from fastapi.responses import Response as _Response

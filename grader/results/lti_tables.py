@@ -21,7 +21,7 @@ from datetime import datetime
 from sqlalchemy import CheckConstraint, ForeignKey, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
-from ..tables import Base, UTCDateTime, utcnow
+from .tables import Base, UTCDateTime, utcnow
 
 PASSBACK_STATES = ("pending", "held", "sent", "failed", "superseded")
 

@@ -44,11 +44,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..batch.names import is_safe
 from ..errors import RosterError as RosterError  # re-exported: it lived here before errors.py
+from .names import is_safe
 
 if TYPE_CHECKING:
     from _csv import Reader
+
+    from .record import StoredResult
 
 FIELDS = ("student_id", "name", "first_name", "last_name", "email", "sis_user_id", "sis_login_id", "section",
           "canvas_id", "moodle_participant", "institution", "department")
@@ -259,3 +261,19 @@ def _check_unique(seen: dict[str, tuple[str, int]], key: str, sid: str, line: in
         problems.append(f"line {line}: {what} of {sid!r} is also given to {other!r} (line {other_line})")
     else:
         seen[key] = (sid, line)
+
+
+def match_roster(roster: Roster, unclaimed: dict[str, StoredResult]) -> list[tuple[RosterEntry, list[StoredResult]]]:
+    """Each roster entry with the submissions that claim it, taken out of ``unclaimed``: the one
+    filed under its student id, and any filed under its full e-mail address."""
+    by_email: dict[str, list[str]] = {}
+    for sid, result in unclaimed.items():
+        if result.email and result.student_id == result.email:  # filed by e-mail: no SID was given
+            by_email.setdefault(result.email.casefold(), []).append(sid)
+    matched = []
+    for entry in roster.entries:
+        ids = [entry.student_id] if entry.student_id in unclaimed else []
+        if entry.email:
+            ids += [sid for sid in by_email.get(entry.email.casefold(), []) if sid not in ids and sid in unclaimed]
+        matched.append((entry, [unclaimed.pop(sid) for sid in ids]))
+    return matched

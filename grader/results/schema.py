@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from .lti import models as lti_models  # noqa: F401  (importing it adds the LTI tables)
+from . import lti_tables  # noqa: F401  (importing it adds the LTI tables)
 from .tables import Base
 
 metadata = Base.metadata

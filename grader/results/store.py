@@ -1,6 +1,6 @@
-"""The results store of ``grader batch``: ``results.sqlite`` in RESULTS_DIR, written as each
+"""The results store (``grader batch`` writes it): ``results.sqlite`` in RESULTS_DIR, written as each
 submission finishes, through the same SQLAlchemy tables and Alembic migrations as the grading
-service (``grader/service/tables.py``), so the batch cache, the service and the exports share one
+service (``grader/results/tables.py``), so the batch cache, the service and the exports share one
 store. A store written by older versions (the same tables, no Alembic bookkeeping) is adopted.
 
 A result is keyed by (submission sha256, rubric hash, sandbox image, grader version), so a rerun
@@ -18,69 +18,15 @@ import os
 import shutil
 import threading
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
-from datetime import UTC, datetime
+from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, cast
+from typing import TYPE_CHECKING, cast
 
-from ..models import GradeReport, clean, map_strings, shown
+from ..models import GradeReport
+from .record import UNREADABLE, ResultStatus, StoredResult
 
 if TYPE_CHECKING:  # SQLAlchemy loads with the first store: StoredResult alone (Gradescope mode, exports) needs none
-    from ..service.database import Database
-
-ResultStatus = Literal["graded", "invalid", "failed_to_grade"]
-UNREADABLE = ("its stored report cannot be read (written by another version of the grader, or damaged); "
-              "run `grader batch` again to grade it anew")
-
-
-@dataclass(frozen=True)
-class StoredResult:
-    """One student's row; ``report`` is None unless the submission was graded."""
-
-    student_id: str
-    cache_key: str
-    sha256: str
-    file_name: str
-    name: str
-    email: str
-    submitted_at: str
-    status: ResultStatus
-    reason: str
-    score: float | None
-    max_score: float | None
-    report: GradeReport | None
-    graded_at: str
-
-    def __post_init__(self) -> None:
-        # Ids, names, dates and reasons come from students' files, file names and metadata: each one
-        # is made storable (UTF-8, SQLite, JSON, CSV) and printable here, once.
-        for name in ("student_id", "file_name", "name", "email", "submitted_at", "reason"):
-            object.__setattr__(self, name, shown(getattr(self, name)))
-        if self.report is not None:
-            object.__setattr__(self, "report", _storable(self.report))
-
-
-def submitted_late(submitted_at: str, due: datetime | None) -> bool:
-    """Handed in after ``due``, by the time its LMS, nbgrader or the upload recorded (a time that
-    cannot be read, or no due date, is not late: lateness is only ever shown, never guessed)."""
-    if due is None or not submitted_at:
-        return False
-    try:
-        at = datetime.fromisoformat(submitted_at.strip().removesuffix(" UTC").replace("Z", "+00:00"))  # nbgrader: " UTC"
-    except ValueError:
-        return False
-    return (at if at.tzinfo is not None else at.replace(tzinfo=UTC)) > due
-
-
-def flagged_late(meta: dict[str, str]) -> frozenset[str]:
-    """The student ids whose LMS download marked the submission late (Canvas's ``_LATE_``)."""
-    import json
-
-    try:
-        downloaded = json.loads(meta.get("lms_ids") or "{}")
-    except ValueError:
-        return frozenset()
-    return frozenset(sid for sid, info in downloaded.items() if isinstance(info, dict) and info.get("late"))
+    from .database import Database
 
 
 def _copy_empty_store(path: Path) -> None:
@@ -89,7 +35,7 @@ def _copy_empty_store(path: Path) -> None:
     import importlib.metadata
 
     from ..paths import cache_root
-    from ..service.database import MIGRATIONS, Database, sqlite_url
+    from .database import MIGRATIONS, Database, sqlite_url
 
     h = hashlib.sha256()
     for name in ("sqlalchemy", "alembic"):
@@ -109,10 +55,6 @@ def _copy_empty_store(path: Path) -> None:
     shutil.copyfile(template, path)
 
 
-def cache_key(sha256: str, rubric_hash: str, image: str, grader_version: str) -> str:
-    return f"{sha256}:{rubric_hash[:16]}:{image}:{grader_version}"
-
-
 class SQLiteStore:
     """Thread-safe; every ``put`` is committed before it returns."""
 
@@ -122,8 +64,8 @@ class SQLiteStore:
         """``readonly``: read a store that this user may not write (a TA exporting a shared
         results folder); it must exist and be at the migrations' head."""
         from ..errors import GraderError
-        from ..service.database import Database, current_revision, sqlite_url
-        from ..service.tables import HEAD_REVISION
+        from .database import Database, current_revision, sqlite_url
+        from .tables import HEAD_REVISION
 
         self.path = results_dir / self.FILE
         self._lock = threading.Lock()
@@ -154,7 +96,7 @@ class SQLiteStore:
     def key_of(self, student_id: str) -> str | None:
         from sqlalchemy import select
 
-        from ..service.tables import BatchResult
+        from .tables import BatchResult
 
         with self._lock, self._db.session() as session:
             return session.scalar(select(BatchResult.cache_key).where(BatchResult.student_id == student_id))
@@ -162,7 +104,7 @@ class SQLiteStore:
     def put(self, result: StoredResult) -> None:
         from sqlalchemy.dialects.sqlite import insert
 
-        from ..service.tables import BatchResult
+        from .tables import BatchResult
 
         row = asdict(result) | {"report": result.report.model_dump_json() if result.report is not None else None}
         statement = insert(BatchResult).values(row)
@@ -174,7 +116,7 @@ class SQLiteStore:
         student (``failed_to_grade``, ``UNREADABLE``) and is graded again by the next batch."""
         from sqlalchemy import select, update
 
-        from ..service.tables import BatchResult
+        from .tables import BatchResult
 
         with self._lock, self._db.session() as session:
             rows = session.scalars(select(BatchResult).order_by(BatchResult.student_id)).all()
@@ -196,7 +138,7 @@ class SQLiteStore:
     def set_meta(self, key: str, value: str) -> None:
         from sqlalchemy.dialects.sqlite import insert
 
-        from ..service.tables import Meta
+        from .tables import Meta
 
         statement = insert(Meta).values(key=key, value=value)
         with self._lock, self._db.session() as session:
@@ -205,22 +147,7 @@ class SQLiteStore:
     def meta(self) -> dict[str, str]:
         from sqlalchemy import select
 
-        from ..service.tables import Meta
+        from .tables import Meta
 
         with self._lock, self._db.session() as session:
             return {m.key: m.value for m in session.scalars(select(Meta))}
-
-
-def _storable(report: GradeReport) -> GradeReport:
-    """``report``, or a copy whose strings every encoder accepts. Student text is made safe where it
-    enters a report; should a lone surrogate still get in, it is escaped here, once, rather than
-    stop the store, the report files and the exports of the whole class."""
-    try:
-        report.model_dump_json()
-        return report
-    except ValueError:  # pydantic's serialization error: not UTF-8
-        return GradeReport.model_validate(map_strings(report.model_dump(), clean))
-
-
-def now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")

@@ -1,11 +1,11 @@
-"""Alembic environment of the grader's store; run through ``grader.service.database.migrate``."""
+"""Alembic environment of the grader's store; run through ``grader.results.database.migrate``."""
 
 from __future__ import annotations
 
 from alembic import context
 from sqlalchemy import create_engine, text
 
-from grader.service.schema import metadata
+from grader.results.schema import metadata
 
 config = context.config
 MIGRATION_LOCK = 0x67726164  # PostgreSQL advisory lock: one migrating process at a time
