@@ -22,7 +22,6 @@ from .reference import Oracle, oracle_for
 from .rubric import CheckSpec, Rubric, load_rubric
 from .sandbox import Sandbox, Startable, make_sandbox
 from .score import total
-from .settings import settings
 
 
 class Grader:
@@ -42,7 +41,7 @@ class Grader:
         seed_secret: bytes | None = None,
     ) -> None:
         # the key of the hidden checks' inputs: official grading refuses to go without the course's own
-        self.seed_secret = secret.official(seed_secret or settings().seed_secret) if official else seed_secret
+        self.seed_secret = secret.for_official(seed_secret) if official else seed_secret
         self.rubric = rubric if isinstance(rubric, Rubric) else load_rubric(rubric)
         # A Grader closes only what it made; a sandbox or reference worker passed in (by a Session,
         # usually: the front ends' one door) stays open.

@@ -50,12 +50,24 @@ def read_secret(path: Path) -> bytes:
         return f.read(MAX_BYTES + 1).strip()
 
 
+def environment_secret() -> bytes | None:
+    """``GRADER_SEED_SECRET`` for official grading: None when it is unset, NoCourseSecret when it is
+    the public default. It wins over every secret kept with a course's data."""
+    given = settings().seed_secret
+    return official(given) if given is not None else None
+
+
+def for_official(given: bytes | None) -> bytes:
+    """The secret an official grader uses: ``given`` (the course's own), else ``GRADER_SEED_SECRET``;
+    NoCourseSecret with the fix when neither is there or it is the public default."""
+    return official(given or settings().seed_secret)
+
+
 def file_secret(path: Path) -> bytes | None:
     """The course secret for official grading from ``path`` when it holds one (Gradescope's
     ``source/seed_secret``), ``GRADER_SEED_SECRET`` winning; None when neither has one."""
-    given = settings().seed_secret
-    if given is not None:
-        return official(given)
+    if (given := environment_secret()) is not None:
+        return given
     try:
         value = read_secret(path)
     except OSError:
@@ -67,9 +79,8 @@ def folder_secret(folder: Path) -> bytes:
     """The course secret for official grading into ``folder``: ``GRADER_SEED_SECRET``, else the one
     kept in ``folder/seed-secret`` (made on first use, 0600, race-free). GraderError when it
     cannot be read or made there."""
-    given = settings().seed_secret
-    if given is not None:
-        return official(given)
+    if (given := environment_secret()) is not None:
+        return given
     path = folder / FILE
     try:
         folder.mkdir(parents=True, exist_ok=True)

@@ -123,10 +123,9 @@ class Session:
         from . import secret
         from .pipeline import Grader
         from .rubric import load_rubric
-        from .settings import settings
 
         if self.official:
-            seed_secret = secret.official(seed_secret or settings().seed_secret)
+            seed_secret = secret.for_official(seed_secret)
         loaded = rubric if not isinstance(rubric, str | Path | None) else load_rubric(rubric, module=module)
         return Grader(loaded, self.sandbox(backend), public_only=public_only, seed=seed,
                       reference=self.oracle(loaded.module), parallel=parallel, seed_secret=seed_secret)

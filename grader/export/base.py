@@ -22,7 +22,7 @@ from pathlib import PurePosixPath
 from typing import Literal, Protocol
 
 from ..models import Visibility, shown
-from ..results.record import StoredResult, submitted_late
+from ..results.record import StoredResult, is_late
 from ..results.roster import Roster, RosterEntry, match_roster, split_name
 from ..rubric import Rubric
 from ..visibility import Release, parse_date
@@ -189,7 +189,7 @@ def build_gradebook(results: Iterable[StoredResult], *, rubric: Rubric | None, r
     release = release or Release()
     due = release.due_date or (parse_date(due_date, "due date") if due_date else None)
     late = frozenset(row.student_id for row in rows if row.result is not None
-                     and (row.result.student_id in flagged_late or submitted_late(row.result.submitted_at, due)))
+                     and is_late(row.result, due, flagged_late))
     return Gradebook(title, max_score, checks, tuple(rows), tuple(problems), rubric, canvas_assignment_id, due_date,
                      tuple(conflicts), roster is not None, dict(canvas_ids or {}), release,
                      roster.assignments if roster is not None else (), late)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ..errors import GraderError, RosterError
 from ..results.names import is_safe
-from ..results.record import StoredResult, flagged_late, submitted_late
+from ..results.record import StoredResult, flagged_late, is_late
 from ..results.roster import Roster, RosterEntry, match_roster, read_roster
 from ..results.store import SQLiteStore
 from ..rubric import Rubric
@@ -37,7 +37,7 @@ def write_feedback(results_dir: Path) -> None:
     roster, roster_problem = _roster(results_dir)
     names = _roster_names(results, roster)
     flagged = flagged_late(meta)
-    late = {r.student_id: r.student_id in flagged or submitted_late(r.submitted_at, release.due_date) for r in results}
+    late = {r.student_id: is_late(r, release.due_date, flagged) for r in results}
     folder = results_dir / FEEDBACK_DIR
     folder.mkdir(exist_ok=True)
     skipped = []

@@ -9,6 +9,7 @@ regrades only what changed.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Literal
@@ -45,6 +46,12 @@ class StoredResult:
             object.__setattr__(self, name, shown(getattr(self, name)))
         if self.report is not None:
             object.__setattr__(self, "report", _storable(self.report))
+
+
+def is_late(result: StoredResult, due: datetime | None, flagged: Collection[str] = ()) -> bool:
+    """The one rule of lateness: the LMS flagged the submission (``flagged``: student ids), or it
+    was handed in after ``due``."""
+    return result.student_id in flagged or submitted_late(result.submitted_at, due)
 
 
 def submitted_late(submitted_at: str, due: datetime | None) -> bool:

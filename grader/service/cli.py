@@ -68,12 +68,10 @@ def service_command(args: argparse.Namespace) -> int:
         print(f"error: --data {args.data}: {problem}", file=sys.stderr)
         return EXIT_USAGE
     if not args.practice:  # official grading never starts on the public default seed secret
-        from ..secret import official
-        from ..settings import settings as environment
+        from ..secret import environment_secret
 
         try:
-            if environment().seed_secret is not None:
-                official(environment().seed_secret)
+            environment_secret()
         except GraderError as e:
             print(f"error: {e}", file=sys.stderr)
             return EXIT_USAGE

@@ -62,11 +62,10 @@ def stored_secret(session: Session, key: str) -> bytes:
 def seed_secret(session: Session) -> bytes:
     """The course secret of the service's grading (grader.secret): GRADER_SEED_SECRET when set
     (refused if it is the public default), else the one in the store. Never shown to anyone."""
-    from ..secret import official
-    from ..settings import settings
+    from ..secret import environment_secret
 
-    given = settings().seed_secret
-    return official(given) if given is not None else stored_secret(session, SEED_SECRET_KEY)
+    given = environment_secret()
+    return given if given is not None else stored_secret(session, SEED_SECRET_KEY)
 
 # ---- credentials -------------------------------------------------------------------------------
 
