@@ -151,3 +151,20 @@ def test_a_course_can_opt_in_to_scoring_what_only_the_official_solution_does(tmp
     assert checks["emb_index_error"].status == "failed"
     assert "Likely cause: out-of-range ids are clamped into range" in checks["emb_index_error"].message
     assert "Beyond what this assignment asks" not in checks["emb_index_error"].message
+
+
+def test_the_measure_tells_a_right_cause_from_a_wrong_one_and_from_none() -> None:
+    """python -m tests.bugs.measure counts a bug right only when its first failing check names it."""
+    from types import SimpleNamespace
+
+    from .bugs.measure import bug_verdict
+
+    def check(status: str, message: str) -> SimpleNamespace:
+        return SimpleNamespace(status=status, message=message, detail=message)
+
+    fails = ("pe_init", "pe_grad")
+    right = {"pe_init": check("failed", "Likely cause: every value is 0"), "pe_grad": check("passed", "")}
+    assert bug_verdict(right, fails, "every value is 0") == "right"
+    assert bug_verdict(right, fails, "drawn from [0, limit]") == "wrong"
+    assert bug_verdict({"pe_init": check("failed", "values differ")}, fails, "every value is 0") == "none"
+    assert bug_verdict({"pe_init": check("passed", "")}, fails, "every value is 0") == "missed"
