@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import re
 import threading
 import time
@@ -22,7 +23,7 @@ from fastapi.testclient import TestClient
 from grader.results.tables import Assignment, Grading, Submission, utcnow
 from grader.service import ops
 from grader.service.app import create_app
-from grader.service.lti.ags import deliver_due
+from grader.service.lti.ags import Tokens, deliver_due
 from grader.service.lti.launch import JWKS_REFETCH_COOLDOWN_S
 from grader.service.lti.routes import app_config, tokens
 from grader.service.settings import Settings
@@ -439,6 +440,33 @@ def test_dynamic_registration_with_a_staff_invitation_then_a_launch(unregistered
     assert deliver(client) == 1 and served.lms.scores[0]["scoreGiven"] == 55.0
     again = client.get(opening(invite, config, "reg-token-1"))
     assert again.status_code == 400 and "used already" in unescape(again.text)
+
+
+def test_a_registered_platform_is_reached_later_only_at_addresses_lti_toml_allows(unregistered: Any) -> None:
+    """A dynamic registration's URLs stay the platform's word after it: its key set, token endpoint
+    and line items are fetched through the same address check. Here lti.toml stops allowing the
+    LMS's 127.0.0.1 (as if its name now resolved there): the launch and the passback are refused and
+    say why in the staff log, while a platform an admin configured is reached as written."""
+    import dataclasses
+
+    client, served, staff = unregistered
+    invite = client.post("/lti/registrations", headers=staff).json()["url"]
+    config = f"{served.lms.url}/.well-known/openid-configuration"
+    assert client.get(opening(invite, config, "reg-token-1")).status_code == 200
+    staff_opens_the_link(client, served, staff)
+    assert launch(client, served, lineitem="item-a").status_code == 303
+    grade(client, 55.0)
+    app = client.app
+    app.state.lti_config = dataclasses.replace(app_config(app), allow_private_networks=())  # type: ignore
+    app.state.lti_tokens = Tokens()  # no access token kept from before
+    refused = launch(client, served, lineitem="item-a")
+    assert refused.status_code == 400 and "loopback" in unescape(refused.text), refused.text
+    assert deliver(client) == 0 and served.lms.scores == []
+    events = client.get("/lti/events", headers=staff).json()
+    assert any(e["kind"] == "passback_failed" and "lti.toml does not allow" in e["detail"] for e in events), events
+    app.state.lti_config = dataclasses.replace(app_config(app), allow_private_networks=(  # type: ignore
+        ipaddress.ip_network("127.0.0.1/32"),))
+    assert launch(client, served, lineitem="item-a").status_code == 303
 
 
 FAILED = re.compile(r"registration failed\. .*reference for course staff: LTI event (\d+)\.", re.S)

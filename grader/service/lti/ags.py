@@ -20,7 +20,7 @@ import jwt
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from ...errors import PassbackError
+from ...errors import AddressRefused, PassbackError
 from ...results.database import Database
 from ...results.lti_tables import PASSBACK_STATES, LtiContext, LtiLink, LtiPassback, LtiUser
 from ...results.tables import Assignment, Grading, Override, Student, Submission, utcnow
@@ -29,6 +29,7 @@ from .checks import web_url
 from .config import LtiConfig, Platform
 from .keys import signing_key
 from .launch import record
+from .network import PlatformClients
 from .registration import find_platform
 
 log = logging.getLogger("grader.service.lti")
@@ -290,23 +291,19 @@ def deliver_due(db: Database, config: LtiConfig, tokens: Tokens, http: httpx2.Cl
     """Make rows for new gradings, then send every due one. Returns how many were delivered."""
     db.run(enqueue_passbacks)
     items = db.run(lambda s: _due(s, config, utcnow()))
-    client = http or httpx2.Client(timeout=15)
     delivered = 0
-    try:
+    with PlatformClients(config.allow_private_networks, http) as clients:
         for item in items:
             try:
-                _send(db, item, tokens, client)
+                _send(db, item, tokens, clients.client(item.platform.registered))
             except _HasIt:
                 db.run(partial(_had_it, item=item))
                 continue
-            except (PassbackError, httpx2.HTTPError, KeyError, ValueError) as e:
+            except (PassbackError, AddressRefused, httpx2.HTTPError, KeyError, ValueError) as e:
                 db.run(partial(_failed, config=config, item=item, error=e))
                 continue
             db.run(partial(_sent, item=item))
             delivered += 1
-    finally:
-        if http is None:
-            client.close()
     return delivered
 
 

@@ -21,6 +21,9 @@ class Platform:
     auth_token_url: str  # OAuth 2 token endpoint (client-credentials grant)
     jwks_url: str  # the platform's public keys
     token_audience: str = ""  # the client assertion's aud; the token URL when empty (Moodle, Canvas)
+    # made by a dynamic registration: its URLs are the platform's word, not an admin's, so the tool
+    # connects to them only at addresses lti.toml allows (network.py), as during the registration
+    registered: bool = False
 
     @property
     def assertion_audience(self) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import secrets
 import threading
+import time
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -28,7 +29,8 @@ from ..ops import new_token, token_hash
 from .checks import shown, web_url
 from .config import LtiConfig, Platform
 from .links import LINK_PARAM, read_link
-from .registration import find_platform
+from .network import Network, guarded_client
+from .registration import find_platform, get_json
 
 log = logging.getLogger("grader.service.lti")
 CLAIM = "https://purl.imsglobal.org/spec/lti/claim/"
@@ -86,19 +88,43 @@ def login_redirect(session: Session, config: LtiConfig, params: dict[str, str]) 
 
 # ---- the launch ----------------------------------------------------------------------------------
 
-_jwks_clients: dict[str, jwt.PyJWKClient] = {}
+class GuardedJWKClient(jwt.PyJWKClient):
+    """PyJWT's JWKS client, fetching through ``guarded_client``: for a platform a dynamic registration
+    made, whose key set URL may only be reached at addresses lti.toml allows (network.py), and whose
+    answer is read only up to registration's ``MAX_DOCUMENT``."""
+
+    def __init__(self, uri: str, allowed: tuple[Network, ...], **kwargs: Any) -> None:
+        super().__init__(uri, **kwargs)
+        self.allowed = allowed
+
+    def fetch_data(self) -> Any:
+        try:
+            with guarded_client(self.allowed, timeout=self.timeout) as http:
+                jwk_set = get_json(http, self.uri, "key set (JWKS)", headers=self.headers)
+        except LaunchRejected as e:
+            raise jwt.PyJWKClientConnectionError(str(e)) from None
+        if self.jwk_set_cache is not None:
+            self.jwk_set_cache.put(jwk_set)
+        self._last_successful_fetch = time.monotonic()  # what PyJWKClient's refetch cooldown counts from
+        return jwk_set
+
+
+_jwks_clients: dict[tuple[str, tuple[Network, ...] | None], jwt.PyJWKClient] = {}
 _jwks_lock = threading.Lock()
 
 
-def jwks_client(url: str) -> jwt.PyJWKClient:
+def jwks_client(platform: Platform, config: LtiConfig) -> jwt.PyJWKClient:
     """One cached client per JWKS URL: keys are kept 5 minutes, and an unknown kid refetches (a
     platform's key rotation), at most once per cooldown (tokens with made-up kids cannot make the
-    tool flood the platform)."""
+    tool flood the platform). A registered platform's is guarded (``GuardedJWKClient``)."""
+    key = (platform.jwks_url, config.allow_private_networks if platform.registered else None)
+    options: dict[str, Any] = {"cache_keys": True, "lifespan": 300, "timeout": 10,
+                               "cooldown_duration": JWKS_REFETCH_COOLDOWN_S}
     with _jwks_lock:
-        if url not in _jwks_clients:
-            _jwks_clients[url] = jwt.PyJWKClient(url, cache_keys=True, lifespan=300, timeout=10,
-                                                 cooldown_duration=JWKS_REFETCH_COOLDOWN_S)
-        return _jwks_clients[url]
+        if key not in _jwks_clients:
+            _jwks_clients[key] = (GuardedJWKClient(platform.jwks_url, config.allow_private_networks, **options)
+                                  if platform.registered else jwt.PyJWKClient(platform.jwks_url, **options))
+        return _jwks_clients[key]
 
 
 def verify_id_token(session: Session, config: LtiConfig, id_token: str, state: str, cookie_state: str | None
@@ -122,7 +148,7 @@ def verify_id_token(session: Session, config: LtiConfig, id_token: str, state: s
     if platform is None:
         raise LaunchRejected(f"the platform {login.issuer!r} is no longer registered")
     try:
-        key = jwks_client(platform.jwks_url).get_signing_key_from_jwt(id_token)
+        key = jwks_client(platform, config).get_signing_key_from_jwt(id_token)
         claims: dict[str, Any] = jwt.decode(
             id_token, key.key, algorithms=["RS256"], audience=platform.client_id, issuer=platform.issuer,
             leeway=LEEWAY_S, options={"require": ["exp", "iat", "iss", "aud", "sub", "nonce"]})

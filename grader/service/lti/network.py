@@ -6,7 +6,12 @@ Loopback, link-local, private and other non-global addresses (``127.0.0.0/8``, `
 (``[tool] allow_private_networks = ["10.1.0.0/16"]``). The check is made on the addresses the host
 name resolves to, at the moment of connecting, and the connection goes to the address that was
 checked: a name that resolves to a public address when checked and a private one when used
-(DNS rebinding) cannot slip through. No proxy from the environment is used."""
+(DNS rebinding) cannot slip through. No proxy from the environment is used.
+
+The same holds after a dynamic registration: the platform it made keeps its word-only URLs (its
+key set, token endpoint, and the line-item and membership URLs its launches name), so every later
+connection for it goes through ``guarded_client`` too (``PlatformClients``). A platform an admin
+wrote into ``lti.toml`` is the admin's word and is reached as configured."""
 
 from __future__ import annotations
 
@@ -89,3 +94,30 @@ def guarded_client(allowed: tuple[Network, ...], timeout: float = 15) -> httpx2.
     transport._pool = httpcore2.ConnectionPool(ssl_context=transport._pool._ssl_context,
                                                network_backend=GuardedBackend(allowed))
     return httpx2.Client(transport=transport, timeout=timeout, follow_redirects=False, trust_env=False)
+
+
+class PlatformClients:
+    """HTTP clients for platforms' URLs, made when first needed and closed together: a guarded one for
+    platforms a dynamic registration made (``Platform.registered``), a plain one for configured ones.
+    ``plain``, when given, is used for both (a test's client) and is not closed here."""
+
+    def __init__(self, allowed: tuple[Network, ...], plain: httpx2.Client | None = None, timeout: float = 15) -> None:
+        self.allowed, self.timeout = allowed, timeout
+        self._given = plain
+        self._made: dict[bool, httpx2.Client] = {}
+
+    def client(self, registered: bool) -> httpx2.Client:
+        if self._given is not None:
+            return self._given
+        if registered not in self._made:
+            self._made[registered] = (guarded_client(self.allowed, self.timeout) if registered
+                                      else httpx2.Client(timeout=self.timeout))
+        return self._made[registered]
+
+    def __enter__(self) -> PlatformClients:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for made in self._made.values():
+            made.close()
+        self._made.clear()

@@ -11,13 +11,14 @@ import httpx2
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from ...errors import LaunchRejected, PassbackError
+from ...errors import AddressRefused, LaunchRejected, PassbackError
 from ...results.database import Database
 from ...results.lti_tables import LtiContext
 from ..ops import Invalid, audit
 from .ags import SCOPE_NRPS, Tokens
 from .config import LtiConfig, Platform
 from .launch import ID, LIMITS, TEXT, is_staff, upsert_user
+from .network import PlatformClients
 from .registration import find_platform
 
 MEMBERS_TYPE = "application/vnd.ims.lti-nrps.v2.membershipcontainer+json"
@@ -77,14 +78,15 @@ def sync_roster(db: Database, config: LtiConfig, tokens: Tokens, course_id: int,
         raise Invalid("no LMS course with a membership service is linked to this course yet: launch it from the LMS "
                       "once first")
     counts = {"students": 0, "instructors": 0, "inactive": 0, "conflicts": 0}
-    with httpx2.Client(timeout=15) as http:
+    with PlatformClients(config.allow_private_networks) as clients:
         for ctx in contexts:
             platform = db.run(partial(_platform, config=config, issuer=ctx.issuer, client_id=ctx.client_id))
             if platform is None:
                 continue
+            http = clients.client(platform.registered)
             try:
                 members = _members(ctx.memberships_url, tokens.get(db, platform, [SCOPE_NRPS], http), http)
-            except (PassbackError, httpx2.HTTPError) as e:
+            except (PassbackError, AddressRefused, httpx2.HTTPError) as e:
                 raise Invalid(f"the LMS roster could not be read: {e}") from None
 
             def store(s: Any, ctx: LtiContext = ctx, members: list[dict[str, Any]] = members) -> None:

@@ -65,7 +65,7 @@ def find_platform(session: Session, config: LtiConfig, issuer: str, client_id: s
         return None
     return Platform(issuer=row.issuer, client_id=row.client_id,
                     deployment_ids=tuple(json.loads(row.deployment_ids_json)), auth_login_url=row.auth_login_url,
-                    auth_token_url=row.auth_token_url, jwks_url=row.jwks_url)
+                    auth_token_url=row.auth_token_url, jwks_url=row.jwks_url, registered=True)
 
 
 def invitation_url(config: LtiConfig, secret: bytes, staff: str) -> str:
@@ -73,7 +73,7 @@ def invitation_url(config: LtiConfig, secret: bytes, staff: str) -> str:
     return f"{config.base_url.rstrip('/')}/lti/register?{urlencode({'invite': value})}"
 
 
-def _get_json(http: httpx2.Client, url: str, what: str, **kwargs: Any) -> dict[str, Any]:
+def get_json(http: httpx2.Client, url: str, what: str, **kwargs: Any) -> dict[str, Any]:
     """The platform's JSON answer, read up to ``MAX_DOCUMENT`` bytes (a larger one is refused).
     Every failure says exactly what happened: it goes to the staff log, never to the page."""
     content = b""
@@ -154,7 +154,7 @@ def ask_platform(config: LtiConfig, openid_configuration: str, registration_toke
     if not web_url(openid_configuration):
         raise LaunchRejected("the registration request has no openid_configuration URL")
     auth = {"Authorization": f"Bearer {registration_token}"} if registration_token else {}
-    found = _get_json(http, openid_configuration, "OpenID configuration", headers=auth)
+    found = get_json(http, openid_configuration, "OpenID configuration", headers=auth)
     issuer = found.get("issuer")
     if not isinstance(issuer, str) or len(issuer) > MAX_ID or not web_url(issuer):
         raise LaunchRejected(f"the platform's issuer {shown(issuer)} is not an http(s) URL of at most {MAX_ID} "
@@ -177,7 +177,7 @@ def ask_platform(config: LtiConfig, openid_configuration: str, registration_toke
             "domain": urlparse(base).netloc, "target_link_uri": launch, "claims": ["iss", "sub", "name", "email"],
             "messages": [{"type": "LtiDeepLinkingRequest", "target_link_uri": launch, "label": TOOL_NAME}]},
     }
-    answer = _get_json(http, found["registration_endpoint"], "registration endpoint", method="POST",
+    answer = get_json(http, found["registration_endpoint"], "registration endpoint", method="POST",
                        json=request, headers=auth | {"Content-Type": "application/json"})
     client_id, deployment = answer.get("client_id"), _object(answer, TOOL_CONFIGURATION).get("deployment_id")
     if not _identifier(client_id):
