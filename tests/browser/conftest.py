@@ -85,14 +85,14 @@ class Service:
 
 
 @contextmanager
-def running_serve(data: Path, port: int) -> Iterator[str]:
+def running_serve(data: Path, port: int, workers: int = 2, env: dict[str, str] | None = None) -> Iterator[str]:
     """``grader serve`` as a course runs it (embedded: SQLite, in-process graders) on 127.0.0.1:port,
     with its data in ``data``; yields the staff token it announces."""
     log = data.parent / f"serve-{port}.log"
-    env = os.environ | {"GRADER_NO_DAEMON": "1", "GRADER_POLL_INTERVAL_S": "0.2"}
+    env = os.environ | {"GRADER_NO_DAEMON": "1", "GRADER_POLL_INTERVAL_S": "0.2"} | (env or {})
     with log.open("wb") as out:
         proc = subprocess.Popen([sys.executable, "-m", "grader.cli", "serve", "--data", str(data),
-                                 "--host", "127.0.0.1", "--port", str(port), "--workers", "2"],
+                                 "--host", "127.0.0.1", "--port", str(port), "--workers", str(workers)],
                                 stdout=out, stderr=subprocess.STDOUT, cwd=ROOT, env=env)
     try:
         wait_port(port, 60)
