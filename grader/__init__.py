@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 _EXPORTS = {
-    "CheckResult": "models", "GradeReport": "models", "Grader": "pipeline", "grade": "pipeline",
+    "CheckResult": "models", "GradeReport": "models", "Grader": "standalone", "grade": "standalone",
     "GraderError": "errors", "RubricError": "errors", "SandboxError": "errors",
     "SandboxUnavailable": "errors", "SubmissionError": "errors",
 }
@@ -24,7 +24,7 @@ __all__ = [
 if TYPE_CHECKING:
     from .errors import GraderError, RubricError, SandboxError, SandboxUnavailable, SubmissionError
     from .models import CheckResult, GradeReport
-    from .pipeline import Grader, grade
+    from .standalone import Grader, grade
 
 
 def __getattr__(name: str) -> Any:

@@ -7,6 +7,7 @@ import tempfile
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 from . import __version__, modules, secret
 from .channel import CheckOutput, read_check, read_import
@@ -18,24 +19,30 @@ from .load import LoadLimits
 from .models import CheckResult, ExtractionSummary, GradeReport, StudentModule, cell_labels, shown
 from .paths import expected_cache_dir
 from .plan import Job, plan, submission_seeds
-from .reference import Oracle, oracle_for
+from .reference import Oracle
 from .rubric import CheckSpec, Rubric, load_rubric
-from .sandbox import Sandbox, Startable, make_sandbox
+from .sandbox import Sandbox, Startable
 from .score import total
+
+G = TypeVar("G", bound="Grader")
 
 
 class Grader:
-    """Grades submissions against one rubric on one sandbox backend."""
+    """Grades submissions against one rubric on a sandbox and a reference worker it borrows.
+
+    It makes neither: a ``Session`` (grader/session.py, the one door) does, and lends them through
+    ``Session.grader``; ``grader.Grader`` (grader/standalone.py) is this grader with a session of
+    its own. Closing a Grader closes nothing it borrowed."""
 
     def __init__(
         self,
-        rubric: Rubric | str | Path | None = None,
-        backend: str | Sandbox = "local",
+        rubric: Rubric | str | Path | None,
+        sandbox: Sandbox,
+        reference: Oracle,
         *,
         public_only: bool = False,
         seed: int | None = None,
         limits: LoadLimits = LoadLimits(),
-        reference: Oracle | None = None,
         official: bool = False,
         parallel: int | None = None,
         seed_secret: bytes | None = None,
@@ -43,11 +50,7 @@ class Grader:
         # the key of the hidden checks' inputs: official grading refuses to go without the course's own
         self.seed_secret = secret.for_official(seed_secret) if official else seed_secret
         self.rubric = rubric if isinstance(rubric, Rubric) else load_rubric(rubric)
-        # A Grader closes only what it made; a sandbox or reference worker passed in (by a Session,
-        # usually: the front ends' one door) stays open.
-        self._owns_sandbox, self._owns_reference = isinstance(backend, str), reference is None
-        self.sandbox = make_sandbox(backend, official) if isinstance(backend, str) else backend
-        self.reference = reference or oracle_for(self.rubric.module)
+        self.sandbox, self.reference = sandbox, reference
         unit = modules.get(self.rubric.module)
         self.rules, self.probes = unit.judge_rules(), unit.load_probes()
         self.public_only, self.seed, self.limits = public_only, seed, limits
@@ -73,12 +76,9 @@ class Grader:
                                               f"{type(e).__name__}: {shown(str(e))[:300]}")
 
     def close(self) -> None:
-        if isinstance(self.sandbox, Startable) and self._owns_sandbox:
-            self.sandbox.close()
-        if self._owns_reference:
-            self.reference.close()
+        """Nothing to close: the sandbox and the reference worker are the session's."""
 
-    def __enter__(self) -> Grader:
+    def __enter__(self: G) -> G:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -170,12 +170,3 @@ class Grader:
         finally:
             shutil.rmtree(student_dir, ignore_errors=True)
 
-
-def grade(path: str | Path, **options: object) -> GradeReport:
-    """Grade one submission: ``grader.grade("student.ipynb")``; without a rubric, with the rubric of
-    the course module the file says it is (grader.modules.choose)."""
-    if options.get("rubric") is None:
-        from .modules.choose import choose_module
-
-        options["rubric"] = load_rubric(module=choose_module(path, options.pop("module", None)).name)  # type: ignore[arg-type]
-    return Grader(**options).grade(path)  # type: ignore[arg-type]

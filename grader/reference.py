@@ -49,12 +49,13 @@ class Oracle(Protocol):
     def close(self) -> None: ...
 
 
-def oracle_for(module: str) -> Oracle:
+def oracle_for(module: str, cached: bool = True) -> Oracle:
     """The reference worker where the module's reference solution is installed (the staff package),
-    else the public checks' expected outputs shipped with the student package (grader/shipped.py)."""
+    else the public checks' expected outputs shipped with the student package (grader/shipped.py).
+    Made by a ``Session`` only (grader/session.py)."""
     from .shipped import ShippedOracle, has_reference
 
-    return ReferenceOracle(module) if has_reference(module) else ShippedOracle(module)
+    return ReferenceOracle(module, cached=cached) if has_reference(module) else ShippedOracle(module)
 
 
 SERVE = "import sys; sys.path[:0] = [{path!r}]; import grader.harness.run as r; r.serve({chunks!r})"

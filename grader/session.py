@@ -27,8 +27,12 @@ if TYPE_CHECKING:
 class Session:
     """Sandboxes and reference oracles for any number of graders; thread-safe; close once."""
 
-    def __init__(self, *, official: bool = False, hide: Sequence[Path] = (), runs: int | None = None) -> None:
+    def __init__(self, *, official: bool = False, hide: Sequence[Path] = (), runs: int | None = None,
+                 cached_reference: bool = True) -> None:
         self.official = official
+        # False: every expected output is computed afresh, from nothing an earlier run cached
+        # (the shipped outputs' refresh: the same files whatever ran on this machine before)
+        self.cached_reference = cached_reference
         self.hide = tuple(hide)  # extra staff paths every sandbox of this session keeps away from students
         self.runs = runs  # how many sandbox runs this session will make, when known (None: open-ended)
         self._sandboxes: dict[str, Sandbox] = {}
@@ -63,7 +67,7 @@ class Session:
             if self._closed:
                 raise RuntimeError("this grading session is closed")
             if module not in self._oracles:
-                self._oracles[module] = oracle_for(module)
+                self._oracles[module] = oracle_for(module, cached=self.cached_reference)
                 self._fork_reference_from_zygote(self._oracles[module])
             return self._oracles[module]
 
@@ -127,8 +131,8 @@ class Session:
         if self.official:
             seed_secret = secret.for_official(seed_secret)
         loaded = rubric if not isinstance(rubric, str | Path | None) else load_rubric(rubric, module=module)
-        return Grader(loaded, self.sandbox(backend), public_only=public_only, seed=seed,
-                      reference=self.oracle(loaded.module), parallel=parallel, seed_secret=seed_secret)
+        return Grader(loaded, self.sandbox(backend), self.oracle(loaded.module), public_only=public_only, seed=seed,
+                      parallel=parallel, seed_secret=seed_secret)
 
     def grade(self, path: str | Path, rubric: Rubric | str | Path | None = None, **options: object) -> GradeReport:
         """Grade one file: ``Session().grade("nb.ipynb")``; without a rubric, the course module is

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from grader.pipeline import Grader
+from grader import Grader
 
 from .conftest import SUBMISSIONS
 from .fakes import InProcessSandbox

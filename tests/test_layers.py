@@ -78,3 +78,44 @@ def test_no_two_folders_import_each_other() -> None:
 if __name__ == "__main__":  # python -m tests.test_layers: the folder-level two-way ties of a checkout
     for a, b in two_way_ties(folder_imports()):
         print(f"{a} <-> {b}")
+
+
+# The makers of what a grading borrows: sandboxes and reference workers (issue 25 §3).
+MAKERS = {"make_sandbox", "LocalSandbox", "DockerSandbox", "HidingSandbox", "oracle_for", "ReferenceOracle",
+          "ShippedOracle"}
+# where they are defined, and the one door that calls them for everyone else
+MAKER_HOMES = ("grader/session.py", "grader/sandbox/", "grader/reference.py", "grader/shipped.py")
+
+
+def _makers_called(path: Path) -> list[str]:
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Call):
+            func = node.func
+            name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+            if name in MAKERS:
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno} {name}")
+    return found
+
+
+def test_only_the_session_makes_sandboxes_and_reference_workers() -> None:
+    """Every grader borrows its sandbox and reference worker from a Session (grader/session.py),
+    which makes and closes them; grader.Grader opens a session of its own (grader/standalone.py)."""
+    outside = [hit for path in sorted((ROOT / "grader").rglob("*.py"))
+               if not path.relative_to(ROOT).as_posix().startswith(MAKER_HOMES) for hit in _makers_called(path)]
+    assert outside == []
+    assert _makers_called(ROOT / "grader" / "session.py")  # the test sees a maker where there is one
+
+
+def test_a_grader_made_alone_closes_the_session_it_opened() -> None:
+    from grader import Grader
+
+    with Grader() as grader:
+        session, sandbox = grader.session, grader.sandbox
+        assert session.sandbox("local") is sandbox and session.oracle(grader.rubric.module) is grader.reference
+    try:
+        session.sandbox("local")
+    except RuntimeError as e:
+        assert "closed" in str(e)
+    else:
+        raise AssertionError("the grader's own session is still open")

@@ -152,7 +152,7 @@ def open_store(results_dir: Path) -> SQLiteStore:
 def _run(found: Discovery, store: SQLiteStore, loaded: Rubric, session: Session, backend: str, workers: int | None,
          force: bool, keep: Keep, release: dict[str, str], on_start: Callable[[Discovery, int], None] | None,
          on_done: Progress | None, seed_secret: bytes) -> BatchOutcome:
-    image = _image_id(backend)
+    image = _image_id(session, backend)
     store.set_meta("rubric", loaded.model_dump_json())
     store.set_meta("layout", found.layout)
     store.set_meta("release", json.dumps(release))
@@ -236,12 +236,10 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-def _image_id(backend: str) -> str:
+def _image_id(session: Session, backend: str) -> str:
     if backend != "docker":
         return backend
-    from ..sandbox import make_sandbox
-
-    return make_sandbox("docker").info().image or "docker"
+    return session.sandbox("docker").info().image or "docker"
 
 
 def _attempt_path(results_dir: Path, entry: Entry) -> Path:

@@ -18,12 +18,14 @@ from pathlib import Path
 import numpy as np
 
 from .. import modules
+from ..errors import GraderError
 from ..channel import ProbeRecord
 from ..harness.records import SCHEMA
 from ..plan import Job, plan
 from ..reference import ReferenceOracle
 from ..rubric import load_rubric
 from ..sandbox.bundle import bundle_hash
+from ..session import Session
 from ..shipped import MANIFEST, SCHEMA_VERSION, check_key, file_digest
 
 PUBLIC_PLAN_SEED = 0  # seeds only non-public checks' inputs, of which there are none here
@@ -49,11 +51,12 @@ def refresh(module: str) -> Path:
     """Recompute the module's shipped expected outputs from its reference; the folder written."""
     unit = modules.get(module)
     job = public_job(module)
-    oracle = ReferenceOracle(module, cached=False)  # the same files whatever ran on this machine before
-    try:
+    with Session(cached_reference=False) as session:  # the same files whatever ran on this machine before
+        oracle = session.oracle(module)
+        if not isinstance(oracle, ReferenceOracle):
+            raise GraderError(f"{module}: the shipped expected outputs are made from the reference solution, which "
+                              "this install does not have (the staff package has it)")
         expected = oracle.expected(job)
-    finally:
-        oracle.close()
     work = Path(tempfile.mkdtemp(prefix=".public_expected-", dir=unit.root))
     try:
         out = work / "out"

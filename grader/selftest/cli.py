@@ -164,13 +164,9 @@ def _grade(args: argparse.Namespace, rubric: Rubric, sources: list[Source], chos
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
     from ..pipeline import Grader
+    from ..session import Session
     from .mutants import check_baselines, grade_mutants
 
-    def factory() -> Grader:
-        return Grader(rubric, "local", seed=args.grading_seed)
-
-    with factory() as first:
-        check_baselines([s for s in sources if any(m.source is s for m in chosen)], first)
     progress = Progress(TextColumn("[bold]mutants"), BarColumn(), MofNCompleteColumn(),
                         TextColumn("{task.fields[survived]} survived"), TimeElapsedColumn(), TextColumn("eta"),
                         TimeRemainingColumn(), console=errors, transient=True)
@@ -182,8 +178,13 @@ def _grade(args: argparse.Namespace, rubric: Rubric, sources: list[Source], chos
         survived += not outcome.killed
         progress.update(task, advance=1, survived=survived)
 
-    with progress:
-        return grade_mutants(chosen, factory, jobs=args.jobs, on_done=done)
+    with Session() as session:
+        def factory() -> Grader:
+            return session.grader(rubric, backend="local", seed=args.grading_seed)
+
+        check_baselines([s for s in sources if any(m.source is s for m in chosen)], factory())
+        with progress:
+            return grade_mutants(chosen, factory, jobs=args.jobs, on_done=done)
 
 
 def _short(text: str, width: int = 110) -> str:
