@@ -34,7 +34,7 @@ CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 1 << 12, 1 << 14, 1 << 18
 MNT_DETACH = 2
-PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_CAPBSET_DROP = 1, 4, 24
+PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_CAPBSET_DROP, PR_SET_CHILD_SUBREAPER = 1, 4, 24, 36
 PR_SET_NO_NEW_PRIVS, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 38, 47, 4
 SANDBOX_ID = 65534  # the uid and gid student code has inside a user namespace
 WORK = "/tmp/work"
@@ -221,6 +221,11 @@ def drop_privileges(uid: int | None, gid: int | None) -> None:
 def hide_from_siblings() -> None:
     """Processes of the same uid may not ptrace us or open our /proc files (the result pipe)."""
     _check(_libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0), "prctl(DUMPABLE)")
+
+
+def become_subreaper() -> None:
+    """Orphaned descendants are re-parented to this process, which then reaps (and can kill) them."""
+    _check(_libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0), "prctl(CHILD_SUBREAPER)")
 
 
 def apply_limits(limits: dict[str, int]) -> None:

@@ -35,6 +35,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from .isolate import hide_from_siblings
+
 NAME_OK = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.")
 MAX_FILE, MAX_TOTAL, MAX_FILES = 32 * 1024 * 1024, 64 * 1024 * 1024, 4096
 POLL_S = 0.01
@@ -132,7 +134,7 @@ def run(job: dict[str, Any], student: bytes, out_fd: int, control_fd: int, selft
     _write("job.json", json.dumps({**base, "checks": visible, "more": hidden_size > 0}).encode())
     os.mkdir("out", 0o755)
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-    hide_self()  # before the harness exists: no window in which it could open our /proc files
+    hide_from_siblings()  # before the harness exists: no window in which it could open our /proc files
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a job's SIGINT must not end us (we are its init)
     pid = os.fork()
     if pid == 0:
@@ -212,12 +214,6 @@ def _write(name: str, data: bytes) -> None:
     with open(name, "wb") as f:
         f.write(data)
     os.chmod(name, 0o444)
-
-
-def hide_self() -> None:
-    import ctypes
-
-    ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0: no ptrace, no /proc/<pid>/fd for siblings
 
 
 def _kill_session() -> None:

@@ -279,9 +279,10 @@ def _child(request: dict[str, Any], log_fd: int, out_fd: int, control_fd: int, g
 
 
 def supervisor_subreaper() -> None:
-    import ctypes
+    """Orphans of the job come to us (PR_SET_CHILD_SUBREAPER), not to the host's init."""
+    from .isolate import become_subreaper
 
-    ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: orphans of the job come to us
+    become_subreaper()
 
 
 MAX_JOB_BYTES = 32 * 1024 * 1024
