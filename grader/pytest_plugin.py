@@ -65,7 +65,7 @@ OPTIONS = (
 
 
 @dataclass(frozen=True)
-class Settings:
+class PluginSettings:
     """The plugin's options after merging command line and ini (command line wins)."""
 
     path: Path | None = None
@@ -79,7 +79,7 @@ class Settings:
         return self.path is not None or self.module is not None
 
 
-SETTINGS_KEY = pytest.StashKey[Settings]()
+SETTINGS_KEY = pytest.StashKey[PluginSettings]()
 SESSION_KEY = pytest.StashKey["GradingSession"]()
 
 
@@ -115,7 +115,7 @@ class _Value:
     trusted: bool  # from the command line of whoever runs pytest, not from the repository
 
 
-def resolve_settings(config: pytest.Config) -> Settings:
+def resolve_settings(config: pytest.Config) -> PluginSettings:
     """One place that reads every option: the flag if given, else its ini twin; paths made absolute.
     A value that the repository supplies (ini, its addopts, a conftest) can choose less."""
     from_cli = _command_line(config)
@@ -137,7 +137,7 @@ def resolve_settings(config: pytest.Config) -> Settings:
     module = values["grade_module"].text if "grade_module" in values else None
     path = _submission_path(values["grade_path"]) if "grade_path" in values else None
     rubric, rubric_id = _rubric_choice(values["grade_rubric"]) if "grade_rubric" in values else (None, None)
-    return Settings(path=path, module=module, rubric=rubric, rubric_id=rubric_id, backend=backend)
+    return PluginSettings(path=path, module=module, rubric=rubric, rubric_id=rubric_id, backend=backend)
 
 
 def _command_line(config: pytest.Config) -> dict[str, str]:
@@ -198,7 +198,7 @@ class CheckFailed(Exception):
 class GradingSession:
     """What one pytest run grades, and the report once graded; registered as a plugin when enabled."""
 
-    def __init__(self, config: pytest.Config, settings: Settings, work: ModuleWork, rubric: Rubric, label: str):
+    def __init__(self, config: pytest.Config, settings: PluginSettings, work: ModuleWork, rubric: Rubric, label: str):
         self.config, self.settings, self.work, self.rubric, self.label = config, settings, work, rubric, label
         self.selected: tuple[str, ...] = ()
         self.report: GradeReport | None = None
@@ -207,7 +207,7 @@ class GradingSession:
         self._session: Session | None = None
 
     @classmethod
-    def open(cls, config: pytest.Config, settings: Settings) -> GradingSession:
+    def open(cls, config: pytest.Config, settings: PluginSettings) -> GradingSession:
         """Find the submission and load the rubric; any problem is a usage error with one line."""
         from .errors import GraderError
         from .locate import (

@@ -26,7 +26,10 @@ TRUE = ("1", "true", "yes")
 
 
 @dataclass(frozen=True)
-class Settings:
+class EnvironmentSettings:
+    """What the environment says to every grader process (the CLI, the daemon, tito, the pytest
+    plugin, a sandbox's host side); the service's own settings are grader.service.settings'."""
+
     cache: Path
     seed_secret: bytes | None  # GRADER_SEED_SECRET; None when unset (grader.secret says what is used then)
     daemon: bool
@@ -37,7 +40,7 @@ class Settings:
     module: str | None = None  # GRADER_MODULE; see grader.modules.choose for where it ranks
 
     @classmethod
-    def from_environ(cls, environ: Mapping[str, str]) -> Settings:
+    def from_environ(cls, environ: Mapping[str, str]) -> EnvironmentSettings:
         try:
             idle = float(environ.get("GRADER_DAEMON_IDLE_S", "900"))
         except ValueError:
@@ -58,12 +61,12 @@ class Settings:
 
 
 @lru_cache(maxsize=1)
-def settings() -> Settings:
+def settings() -> EnvironmentSettings:
     """This process's settings, read from the environment on first use."""
-    return Settings.from_environ(os.environ)
+    return EnvironmentSettings.from_environ(os.environ)
 
 
-def reload() -> Settings:
+def reload() -> EnvironmentSettings:
     """Read the environment again (after a test changed it)."""
     settings.cache_clear()
     return settings()
