@@ -34,10 +34,11 @@ ABANDON_WAIT_S = 2.0
 
 class LocalPool:
     """The embedded mode's graders: ``settings.workers`` threads in the API process, each with its
-    own warm sandbox. ``on_done(submission_id)`` is called after each job's result is committed."""
+    own warm sandbox. ``on_change(submission_id)`` is called after each job's result is committed
+    (``notify.Waiters.notify``: the live statuses answer at once)."""
 
-    def __init__(self, db: Database, settings: Settings, on_done: Callable[[str], None] | None = None) -> None:
-        self.db, self.settings, self.on_done = db, settings, on_done
+    def __init__(self, db: Database, settings: Settings, on_change: Callable[[str], None] | None = None) -> None:
+        self.db, self.settings, self.on_change = db, settings, on_change
         self._pool = ThreadPoolExecutor(max_workers=max(1, settings.workers), thread_name_prefix="grade")
         self._closed, self._abandoned = threading.Event(), threading.Event()
         self._lock = threading.Lock()
@@ -80,8 +81,8 @@ class LocalPool:
                 self._pending[key] -= 1
                 if not self._pending[key]:
                     del self._pending[key]
-            if self.on_done is not None:
-                self.on_done(submission_id)
+            if self.on_change is not None:
+                self.on_change(submission_id)
 
     def close(self) -> None:
         """Stop taking work; give the gradings in progress ``shutdown_grace_s`` to finish and be
