@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import re
+from functools import partial
 from typing import Any
 
 from celery import Celery
@@ -65,7 +66,8 @@ def register_task(app: Celery) -> Any:
             return "malformed"
         db, s = _State.db, _State.settings
         assert db is not None and s is not None, "the task runs only in 'grader worker'"
-        outcome = run_job(db, submission_id, generation, worker=s.hostname, backend=s.backend, official=s.official)
+        outcome = run_job(db, submission_id, generation, worker=s.hostname, backend=s.backend, official=s.official,
+                          on_started=partial(announce, s.broker))  # the API's live statuses: "grading"
         announce(s.broker, submission_id)
         return outcome
 
