@@ -10,9 +10,9 @@ state (``request.app.state``, set once by ``app.create_app``), never through clo
     body caps             ``limits.BodyLimit``, a middleware: a route's cap (``limits.body_cap``, by
                           path) is enforced before the route, or a dependency, runs
 
-The pages check the CSRF token before they ask who is signed in, and both inside the route, after
-FastAPI has validated the form: the order in which a bad form, a forged form and a signed-out
-browser are told so is part of the pages' behaviour (tests/service/test_web.py)."""
+The pages call ``check_csrf`` and then ``signed_in`` inside each route, not as dependencies: so a
+form is validated first (400), then its CSRF token (403, before the store is asked who is
+signed in), then the session (a redirect, or 401), in the order the pages always answered."""
 
 from __future__ import annotations
 
