@@ -1,7 +1,7 @@
 """JSON request bodies checked before FastAPI parses them: one nested more than
 ``grader.nesting.MAX_DEPTH`` levels is a 422 naming the limit (Python's parser would raise
-RecursionError on it, and FastAPI answer an unhelpful 400). Routes declared on the app use this
-route class (``app.router.route_class``)."""
+RecursionError on it, and FastAPI answer an unhelpful 400). The API's routers (``grader/service/api/``)
+use this route class (``APIRouter(route_class=CheckedRoute)``)."""
 
 from __future__ import annotations
 

@@ -34,10 +34,11 @@ ABANDON_WAIT_S = 2.0
 
 class LocalPool:
     """The embedded mode's graders: ``settings.workers`` threads in the API process, each with its
-    own warm sandbox. ``on_done(submission_id)`` is called after each job's result is committed."""
+    own warm sandbox. ``on_change(submission_id)`` is called once a job's grading has started and
+    again after its result is committed (``notify.Waiters.notify``: the live statuses answer at once)."""
 
-    def __init__(self, db: Database, settings: Settings, on_done: Callable[[str], None] | None = None) -> None:
-        self.db, self.settings, self.on_done = db, settings, on_done
+    def __init__(self, db: Database, settings: Settings, on_change: Callable[[str], None] | None = None) -> None:
+        self.db, self.settings, self.on_change = db, settings, on_change
         self._pool = ThreadPoolExecutor(max_workers=max(1, settings.workers), thread_name_prefix="grade")
         self._closed, self._abandoned = threading.Event(), threading.Event()
         self._lock = threading.Lock()
@@ -69,7 +70,7 @@ class LocalPool:
             self._running += 1
         try:
             run_job(self.db, submission_id, generation, worker=s.hostname, backend=s.backend, official=s.official,
-                    abandoned=self._abandoned)
+                    abandoned=self._abandoned, on_started=self.on_change)
         except Exception:  # the store is down past its retries: the next start hands the job over again
             if not self._abandoned.is_set():
                 log.exception("submission %s: grading could not be recorded", submission_id)
@@ -80,8 +81,8 @@ class LocalPool:
                 self._pending[key] -= 1
                 if not self._pending[key]:
                     del self._pending[key]
-            if self.on_done is not None:
-                self.on_done(submission_id)
+            if self.on_change is not None:
+                self.on_change(submission_id)
 
     def close(self) -> None:
         """Stop taking work; give the gradings in progress ``shutdown_grace_s`` to finish and be

@@ -12,6 +12,7 @@ import logging
 import shutil
 import tempfile
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -52,13 +53,16 @@ class Verdict:
 
 
 def run_job(db: Database, submission_id: str, generation: int, *, worker: str, backend: str, official: bool,
-            abandoned: threading.Event | None = None) -> Outcome:
+            abandoned: threading.Event | None = None, on_started: Callable[[str], None] | None = None) -> Outcome:
     """Grade ``submission_id`` for ``generation`` unless that is already done or superseded.
-    Once ``abandoned`` is set (a shutdown past its grace ended the sandboxes), nothing is stored:
-    the submission stays ``grading`` for the next start."""
+    ``on_started(submission_id)`` is called once its ``grading`` status is committed (so that the
+    live statuses say so at once). Once ``abandoned`` is set (a shutdown past its grace ended the
+    sandboxes), nothing is stored: the submission stays ``grading`` for the next start."""
     claimed = db.run(lambda s: _claim(s, submission_id, generation, worker))
     if isinstance(claimed, str):
         return claimed  # type: ignore[return-value]
+    if on_started is not None:
+        on_started(submission_id)
     verdict = _grade(claimed, backend, official)
     if abandoned is not None and abandoned.is_set():
         log.info("submission %s: grading abandoned at shutdown, left for the next start", submission_id)

@@ -97,6 +97,25 @@ def end_person_sessions(session: Session, kind: str, pk: int | None) -> int:
     return int(getattr(done, "rowcount", 0) or 0)
 
 
+def sign_out_staff(session: Session, name: str) -> int:
+    """Staff ``name`` signed out of every browser (their own doing, audited); the sessions ended.
+    The pages' "Sign out everywhere" and ``DELETE /api/me/sessions``."""
+    staff = session.scalars(select(Staff).where(Staff.name == name)).one()
+    ended = end_person_sessions(session, "staff", staff.id)
+    audit(session, name, "signout_everywhere", name, {"sessions": ended})
+    return ended
+
+
+def sign_out_student(session: Session, course: Course, student_id: str, staff: str) -> tuple[Student, int]:
+    """One student signed out of every browser by ``staff`` (audited; their token stays good); the
+    student and the sessions ended. The course page's button and the API's
+    ``DELETE /api/courses/{course}/students/{student_id}/sessions``."""
+    student = student_by_id(session, course, student_id)
+    ended = end_person_sessions(session, "student", student.id)
+    audit(session, staff, "signout_student", f"{course.slug}/{student.student_id}", {"sessions": ended})
+    return student, ended
+
+
 def audit(session: Session, actor: str, action: str, target: str, detail: object = "") -> None:
     text = detail if isinstance(detail, str) else json.dumps(detail, sort_keys=True, default=str)
     session.add(Audit(actor=actor, action=action, target=target, detail=text))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import re
+from functools import partial
 from typing import Any
 
 from celery import Celery
@@ -19,7 +20,7 @@ from celery.signals import worker_process_init, worker_shutdown
 
 from ..results.database import Database, StoreUnavailable
 from .jobs import Heartbeat, requeue_grading_of, run_job
-from .notify import publish_done
+from .notify import announce
 from .settings import Settings
 
 TASK_NAME = "grader.grade"  # the Celery task name the API enqueues and workers serve
@@ -65,8 +66,9 @@ def register_task(app: Celery) -> Any:
             return "malformed"
         db, s = _State.db, _State.settings
         assert db is not None and s is not None, "the task runs only in 'grader worker'"
-        outcome = run_job(db, submission_id, generation, worker=s.hostname, backend=s.backend, official=s.official)
-        publish_done(s.broker, submission_id)
+        outcome = run_job(db, submission_id, generation, worker=s.hostname, backend=s.backend, official=s.official,
+                          on_started=partial(announce, s.broker))  # the API's live statuses: "grading"
+        announce(s.broker, submission_id)
         return outcome
 
     return grade

@@ -246,6 +246,101 @@ def test_a_long_poll_is_woken_by_the_finished_grading(settings: Settings) -> Non
         assert view["status"] == "graded" and time.monotonic() - started < 60  # woken, not at the end of its wait
 
 
+def test_the_embedded_graders_tell_the_waiters_when_a_grading_starts(settings: Settings) -> None:
+    """The in-process pool wakes a submission's waiters twice: once its ``grading`` status is in the
+    store, and once its result is."""
+    from grader.results.tables import Submission
+
+    printed: list[str] = []
+    app: Any = create_app(settings, announce=printed.append)
+    told: list[tuple[str, str]] = []
+    real = app.state.waiters.notify
+
+    def spy(sid: str) -> None:  # the pool's thread, as it tells the waiters: what a waiter would read
+        told.append((sid, app.state.db.run(lambda s: s.get_one(Submission, sid).status)))
+        real(sid)
+
+    app.state.waiters.notify = spy
+    with TestClient(app) as client:
+        course = make_course(client, printed[0].rsplit(" ", 1)[1])
+        sid = course.upload("alice", SUBMISSIONS / "correct_source.py").json()["id"]
+        assert course.wait(sid, "alice")["status"] == "graded"
+        deadline = time.monotonic() + 10
+        while len(told) < 2 and time.monotonic() < deadline:  # the pool tells after its commit
+            time.sleep(0.05)
+    assert told == [(sid, "grading"), (sid, "graded")]
+
+
+def test_an_event_stream_says_grading_as_soon_as_it_starts(settings: Settings, tmp_path: Path) -> None:
+    """Bob's slow upload holds the one grader; Alice's waits behind it. Her stream says "grading"
+    the moment the grader takes hers, not at its next re-read of the store (15 s later, by which
+    time hers is graded: the stream would never have said "grading")."""
+    from datetime import UTC, datetime
+
+    from grader.results.tables import Submission
+    from tests.service.conftest import slow_notebook
+
+    printed: list[str] = []
+    with TestClient(create_app(replace(settings, workers=1, poll_interval_s=600), announce=printed.append)) as client:
+        course = make_course(client, printed[0].rsplit(" ", 1)[1])
+        first = course.upload("bob", slow_notebook(tmp_path, 2, "first")).json()["id"]
+        second = course.upload("alice", slow_notebook(tmp_path, 3, "second")).json()["id"]
+        seen: list[tuple[str, datetime]] = []
+        with client.stream("GET", f"/api/submissions/{second}/events", headers=course.students["alice"]) as events:
+            for line in events.iter_lines():
+                if line.startswith("data: "):
+                    view = json.loads(line.removeprefix("data: "))
+                    seen.append((view["status"], datetime.now(UTC)))
+                    if view["final"]:
+                        break
+        started = client.app.state.db.run(  # type: ignore[attr-defined]
+            lambda s: s.get_one(Submission, second).started_at)
+        assert course.wait(first, "bob")["status"] == "graded"
+    statuses = [status for status, _ in seen]
+    assert statuses[0] == "queued" and statuses[-1] == "graded", statuses
+    assert "grading" in statuses, f"the stream never said the grading started: {statuses}"
+    said = next(at for status, at in seen if status == "grading")
+    assert (said - started.replace(tzinfo=UTC)).total_seconds() < 3, (said, started)
+
+
+@pytest.mark.redis
+def test_a_worker_announces_when_a_grading_starts_and_when_it_ends(redis_server: Any,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """``grader worker``'s task announces on the broker once its ``grading`` status is committed and
+    once its result is: an API's subscriber hears both (and wakes its waiters with each)."""
+    from grader.service import tasks
+    from grader.service.notify import Subscriber, announce
+
+    heard: list[str] = []
+    subscriber = Subscriber(redis_server.url, heard.append)
+    subscriber.start()
+    try:
+        deadline = time.monotonic() + 30
+        while "ready" not in heard and time.monotonic() < deadline:  # heard only once it has subscribed
+            announce(redis_server.url, "ready")
+            time.sleep(0.1)
+        assert "ready" in heard
+        sid, steps = "a" * 32, []
+
+        def run_job(_db: Any, submission_id: str, _generation: int, *, on_started: Any = None, **_: Any) -> str:
+            steps.append("claimed")
+            on_started(submission_id)  # what the real run_job does once its claim is committed
+            steps.append("graded")
+            return "graded"
+
+        monkeypatch.setattr(tasks, "run_job", run_job)
+        monkeypatch.setattr(tasks._State, "db", object())
+        worker = Settings(broker=redis_server.url, hostname="w@test")
+        monkeypatch.setattr(tasks._State, "settings", worker)
+        heard.clear()
+        assert tasks.register_task(tasks.make_celery(worker)).run(sid, 1) == "graded"
+        while heard.count(sid) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert steps == ["claimed", "graded"] and heard.count(sid) == 2, heard
+    finally:
+        subscriber.stop()
+
+
 # ---- request bodies ----------------------------------------------------------------------------------
 
 

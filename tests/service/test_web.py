@@ -320,6 +320,51 @@ def test_staff_sign_a_student_out_of_every_browser_from_the_roster(course: Cours
     assert staff.post("/staff/courses/cs249/signout", data={"csrf": csrf, "student_id": "nobody"}).status_code == 404
 
 
+def test_the_api_signs_staff_out_of_every_browser_of_theirs(course: Course) -> None:
+    """``DELETE /api/me/sessions``: what the staff pages' "Sign out everywhere" does, for a script
+    (or from another device); the bearer token itself stays good."""
+    laptop, phone, alice = browser(course.client.app), browser(course.client.app), browser(course.client.app)
+    for b in (laptop, phone):
+        sign_in(b, token_of(course.staff))
+    sign_in(alice, token_of(course.students["alice"]))
+    r = course.client.delete("/api/me/sessions", headers=course.staff)
+    assert r.status_code == 200 and r.json() == {"ended": 2}, r.text
+    for b in (laptop, phone):
+        assert b.get("/staff", follow_redirects=False).status_code == 303
+    assert alice.get("/home").status_code == 200  # a student's session is not the staff member's
+    assert course.client.get("/api/courses", headers=course.staff).status_code == 200
+    audit = course.client.get("/api/audit", headers=course.staff).json()
+    assert audit[0]["action"] == "signout_everywhere" and audit[0]["detail"] == '{"sessions": 2}'
+    assert course.client.delete("/api/me/sessions", headers=course.staff).json() == {"ended": 0}
+    r = course.client.delete("/api/me/sessions", headers=course.students["alice"])
+    assert r.status_code == 403  # students have no such button either
+    assert course.client.delete("/api/me/sessions").status_code == 401
+
+
+def test_the_api_signs_a_student_out_of_every_browser(course: Course) -> None:
+    """``DELETE /api/courses/{course}/students/{student_id}/sessions``: the roster's "Sign out"
+    button, for a script; the student's token still signs in."""
+    one, two, bob = browser(course.client.app), browser(course.client.app), browser(course.client.app)
+    for b in (one, two):
+        sign_in(b, token_of(course.students["alice"]))
+    sign_in(bob, token_of(course.students["bob"]))
+    url = "/api/courses/cs249/students/alice/sessions"
+    r = course.client.delete(url, headers=course.staff)
+    assert r.status_code == 200 and r.json() == {"student_id": "alice", "ended": 2}, r.text
+    for b in (one, two):
+        assert b.get("/home", follow_redirects=False).status_code == 303
+    assert bob.get("/home").status_code == 200
+    audit = course.client.get("/api/audit", headers=course.staff).json()
+    assert (audit[0]["action"], audit[0]["target"]) == ("signout_student", "cs249/alice")
+    sign_in(one, token_of(course.students["alice"]))
+    assert one.get("/home").status_code == 200
+    assert course.client.delete("/api/courses/cs249/students/nobody/sessions", headers=course.staff).status_code == 404
+    assert course.client.delete("/api/courses/nocourse/students/alice/sessions",
+                                headers=course.staff).status_code == 404
+    assert course.client.delete(url, headers=course.students["bob"]).status_code == 403
+    assert course.client.delete(url, headers=course.students["alice"]).status_code == 403
+
+
 def test_a_planted_csrf_cookie_and_its_token_do_not_pass_for_a_signed_in_browser(course: Course) -> None:
     """A site that can set the victim's cookies plants its own CSRF cookie, with the token it got
     for it: the token is bound to the victim's session, so the pair is refused."""

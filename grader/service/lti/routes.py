@@ -19,7 +19,7 @@ from contextlib import asynccontextmanager
 from typing import Annotated, Any
 from urllib.parse import quote, urlparse
 
-from fastapi import APIRouter, Depends, FastAPI, Form, Request
+from fastapi import APIRouter, FastAPI, Form, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from sqlalchemy import select, update
@@ -29,10 +29,10 @@ from ...errors import LaunchRejected, NeedsStaff
 from ...results.database import Database
 from ...results.lti_tables import LtiEvent, LtiPassback, LtiPlatform
 from ...results.tables import Assignment, Staff, Student, utcnow
-from ..auth import Principal, authenticate, bearer, require_staff
+from ..auth import Principal
+from ..deps import StaffOnly
 from ..ops import NotFound, audit, course_by_slug
-from ..web.pages import CSP, error_page, form_page, html
-from ..web.routes import redirect
+from ..web.pages import CSP, error_page, form_page, html, redirect
 from ..web.sessions import (
     csrf_ok,
     load_secret,
@@ -117,17 +117,6 @@ def _config(request: Request) -> LtiConfig:
     if config is None:
         raise NotFound("LTI is not configured on this server (no lti.toml; see docs/LTI.md)")
     return config
-
-
-def _staff(request: Request) -> Principal:
-    db: Database = request.app.state.db
-    token = bearer(request)
-    principal = db.run(lambda s: authenticate(s, token))
-    require_staff(principal)
-    return principal
-
-
-StaffOnly = Annotated[Principal, Depends(_staff)]
 
 
 def rejected(request: Request, reason: str, event_id: int | None) -> HTMLResponse:

@@ -3,14 +3,19 @@ the security headers every page carries, and the static files (one script, one s
 
 from __future__ import annotations
 
+from datetime import datetime
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastapi import Request
-from fastapi.responses import HTMLResponse, Response
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from ...feedback.templating import render
 from ...feedback.view import RELEASE, STATUS_TEXT
+from ..deps import web_secret
+
+if TYPE_CHECKING:
+    from ..auth import Principal
 
 # No inline script or style anywhere: app.js and web.css are the only code; pictures are data: PNGs.
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
@@ -49,6 +54,24 @@ def form_page(request: Request, secret: bytes, template: str, *, status: int = 2
     if new:
         set_browser_id(response, request, browser)
     return response
+
+
+def page(request: Request, template: str, who: Principal | None, *, status: int = 200, **context: Any) -> Response:
+    """A page of the signed-in ``who`` (or of no one), its forms bound to this browser's session."""
+    return form_page(request, web_secret(request), template, status=status, who=who, when=moment, **context)
+
+
+def moment(value: datetime | str | None) -> dict[str, str] | None:
+    """A time for ``<time datetime=…>``: app.js shows it in the viewer's zone; UTC without script."""
+    if value is None:
+        return None
+    at = datetime.fromisoformat(value) if isinstance(value, str) else value
+    return {"iso": at.isoformat(), "text": at.strftime("%Y-%m-%d %H:%M UTC")}
+
+
+def redirect(url: str) -> RedirectResponse:
+    """After a form: see the page at ``url`` (303, a GET)."""
+    return RedirectResponse(url, status_code=303)
 
 
 def error_page(request: Request, status: int, message: str, headers: dict[str, str] | None = None) -> HTMLResponse:

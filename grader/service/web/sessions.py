@@ -37,7 +37,7 @@ from sqlalchemy.orm import Session
 
 from ...results.tables import Staff, Student, WebSession, utcnow
 from ..auth import Principal
-from ..ops import end_person_sessions, stored_secret
+from ..ops import stored_secret
 
 SESSION_COOKIE, CSRF_COOKIE = "grader_session", "grader_csrf"
 HOST_PREFIX = "__Host-"  # over TLS: Secure, Path=/, no Domain (browsers enforce it)
@@ -90,11 +90,6 @@ def end_session(session: Session, claim: SessionClaim) -> None:
     """Sign this session out: its cookie, and every copy of it, stops working."""
     if claim.sid:
         session.execute(delete(WebSession).where(WebSession.id == _sid_hash(claim.sid)))
-
-
-def end_sessions(session: Session, kind: str, pk: int) -> int:
-    """Sign a person out of every browser; the number of sessions ended."""
-    return end_person_sessions(session, kind, pk)
 
 
 def read_session(secret: bytes, value: str, now: float | None = None) -> SessionClaim | None:

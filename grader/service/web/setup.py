@@ -12,11 +12,10 @@ the student still presses "Sign in" (a CSRF-checked POST), so opening a link cha
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Annotated, Any, Protocol, get_args
+from typing import Annotated, Any, get_args
 
-from fastapi import APIRouter, File, Form, Path, Query, Request, UploadFile
+from fastapi import APIRouter, File, Form, Query, Request, UploadFile
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import RedirectResponse, Response
 from pydantic import ValidationError
@@ -27,36 +26,11 @@ from ...export.base import csv_text
 from ...models import Visibility
 from ...results.roster import MAX_BYTES, RosterError, parse_roster
 from ...results.tables import Assignment, Course, Student
-from .. import ops
-from ..schemas import SLUG, AssignmentIn, CourseIn, Policy, RateLimit
+from .. import deps, ops
+from ..deps import Csrf, Slug
+from ..schemas import AssignmentIn, CourseIn, Policy, RateLimit
+from .pages import page
 
-if TYPE_CHECKING:
-    from fastapi.responses import Response as _Response
-
-    from ..auth import Principal
-
-
-class _Hooks(Protocol):
-    @property
-    def run(self) -> Callable[[Callable[[Session], Any]], Any]: ...
-
-
-class Web(Protocol):
-    """What these pages use of the page routers' shared helper (``routes.Web``), named here so that
-    this module does not import the one that includes it."""
-
-    @property
-    def hooks(self) -> _Hooks: ...
-
-    def signed_in(self, request: Request, *, staff: bool = False) -> Principal: ...
-
-    def check_csrf(self, request: Request, token: str) -> None: ...
-
-    def page(self, request: Request, template: str, who: Principal | None, *, status: int = 200,
-             **context: Any) -> _Response: ...
-
-Slug = Annotated[str, Path(pattern=SLUG)]
-Csrf = Annotated[str, Form(max_length=200)]
 Text = Annotated[str, Form(max_length=400)]
 VISIBILITIES: tuple[str, ...] = get_args(Visibility)
 VISIBILITY_TEXT = {"visible": "shown at once", "after_due_date": "after the due date",
@@ -158,147 +132,163 @@ def sign_ins_csv(slug: str, rows: list[dict[str, str]]) -> Response:
         "X-Content-Type-Options": "nosniff"})
 
 
-def setup_router(web: Web) -> APIRouter:
-    """The course setup pages' routes, on ``web`` (sessions, CSRF, rendering)."""
-    router = APIRouter(include_in_schema=False)
-    run = web.hooks.run
+router = APIRouter(include_in_schema=False)
 
-    def course_view(request: Request, slug: str, *, status: int = 200, **extra: Any) -> Response:
-        who = web.signed_in(request, staff=True)
-        found: dict[str, Any] = run(lambda s: course_page(s, slug))
-        return web.page(request, "staff_course.html", who, status=status, **({"form": {}, "error": "", "notice": "",
-                                                                               "problems": [], "added": ""} | found | extra))
 
-    @router.get("/staff/courses")
-    def courses(request: Request) -> Response:
-        who = web.signed_in(request, staff=True)
-        found = run(lambda s: list(s.scalars(select(Course).order_by(Course.slug))))
-        return web.page(request, "staff_courses.html", who, courses=found, form={}, error="")
+def course_view(request: Request, slug: str, *, status: int = 200, **extra: Any) -> Response:
+    """The course's setup page, with what a form's answer adds (an error, a notice)."""
+    who = deps.signed_in(request, staff=True)
+    found: dict[str, Any] = deps.run(request, lambda s: course_page(s, slug))
+    shown = {"form": {}, "error": "", "notice": "", "problems": [], "added": ""} | found | extra
+    return page(request, "staff_course.html", who, status=status, **shown)
 
-    @router.post("/staff/courses")
-    def create_course(request: Request, csrf: Csrf, slug: Text = "", title: Text = "") -> Response:
-        web.check_csrf(request, csrf)
-        who = web.signed_in(request, staff=True)
-        form = {"slug": slug.strip(), "title": title.strip()}
+
+@router.get("/staff/courses")
+
+
+def courses(request: Request) -> Response:
+    who = deps.signed_in(request, staff=True)
+    found = deps.run(request, lambda s: list(s.scalars(select(Course).order_by(Course.slug))))
+    return page(request, "staff_courses.html", who, courses=found, form={}, error="")
+
+
+@router.post("/staff/courses")
+
+
+def create_course(request: Request, csrf: Csrf, slug: Text = "", title: Text = "") -> Response:
+    deps.check_csrf(request, csrf)
+    who = deps.signed_in(request, staff=True)
+    form = {"slug": slug.strip(), "title": title.strip()}
+    try:
         try:
-            try:
-                body = CourseIn(**form)
-            except ValidationError as e:
-                raise ops.Invalid(_problems(e)) from None
-            run(lambda s: ops.create_course(s, body, who.name))
-        except (ops.Invalid, ops.Conflict) as e:
-            found = run(lambda s: list(s.scalars(select(Course).order_by(Course.slug))))
-            return web.page(request, "staff_courses.html", who, status=e.status, courses=found, form=form,
-                            error=str(e))
-        return RedirectResponse(f"/staff/courses/{body.slug}", status_code=303)
+            body = CourseIn(**form)
+        except ValidationError as e:
+            raise ops.Invalid(_problems(e)) from None
+        deps.run(request, lambda s: ops.create_course(s, body, who.name))
+    except (ops.Invalid, ops.Conflict) as e:
+        found = deps.run(request, lambda s: list(s.scalars(select(Course).order_by(Course.slug))))
+        return page(request, "staff_courses.html", who, status=e.status, courses=found, form=form, error=str(e))
+    return RedirectResponse(f"/staff/courses/{body.slug}", status_code=303)
 
-    @router.get("/staff/courses/{course}")
-    def course(request: Request, course: Slug, added: Annotated[str, Query(max_length=64)] = "") -> Response:
-        return course_view(request, course, added=added)  # the page says so if it names a new assignment
 
-    @router.post("/staff/courses/{course}/assignments")
-    def create_assignment(request: Request, course: Slug, csrf: Csrf, slug: Text = "", title: Text = "",
-                          due: Text = "", total: Text = "", rate_count: Text = "", rate_minutes: Text = "",
-                          published: Text = "", check: Annotated[list[str] | None, Form(max_length=200)] = None,
-                          ) -> Response:
-        web.check_csrf(request, csrf)
-        who = web.signed_in(request, staff=True)
-        form: dict[str, Any] = {"slug": slug.strip(), "title": title.strip(), "due": due.strip(), "total": total,
-                                "rate_count": rate_count, "rate_minutes": rate_minutes,
-                                "published": published == "on", "checks": check or []}
+@router.get("/staff/courses/{course}")
 
-        def work(s: Session) -> str:
-            c = ops.course_by_slug(s, course)
-            return ops.create_assignment(s, c, assignment_body(form), who.name).slug
 
+def course(request: Request, course: Slug, added: Annotated[str, Query(max_length=64)] = "") -> Response:
+    return course_view(request, course, added=added)  # the page says so if it names a new assignment
+
+
+@router.post("/staff/courses/{course}/assignments")
+
+
+def create_assignment(request: Request, course: Slug, csrf: Csrf, slug: Text = "", title: Text = "",
+                      due: Text = "", total: Text = "", rate_count: Text = "", rate_minutes: Text = "",
+                      published: Text = "", check: Annotated[list[str] | None, Form(max_length=200)] = None,
+                      ) -> Response:
+    deps.check_csrf(request, csrf)
+    who = deps.signed_in(request, staff=True)
+    form: dict[str, Any] = {"slug": slug.strip(), "title": title.strip(), "due": due.strip(), "total": total,
+                            "rate_count": rate_count, "rate_minutes": rate_minutes,
+                            "published": published == "on", "checks": check or []}
+
+    def work(s: Session) -> str:
+        c = ops.course_by_slug(s, course)
+        return ops.create_assignment(s, c, assignment_body(form), who.name).slug
+
+    try:
+        made = deps.run(request, work)
+    except (ops.Invalid, ops.Conflict) as e:
+        return course_view(request, course, status=e.status, form=form, error=f"The assignment was not created. "
+                                                                              f"{e}")
+    return RedirectResponse(f"/staff/courses/{course}?added={made}", status_code=303)
+
+
+@router.post("/staff/courses/{course}/roster")
+async def import_roster(request: Request, course: Slug, csrf: Csrf,
+                        roster: Annotated[UploadFile | None, File()] = None) -> Response:
+    deps.check_csrf(request, csrf)
+    who = await run_in_threadpool(deps.signed_in, request, staff=True)
+    raw = await roster.read(MAX_BYTES + 1) if roster is not None else b""
+    try:
+        if not raw:
+            raise ops.Invalid("Choose a roster CSV file (a header row, then one student a line) to import.")
+        if len(raw) > MAX_BYTES:
+            raise ops.Invalid(f"The roster is larger than {MAX_BYTES // 2**20} MiB.")
         try:
-            made = run(work)
-        except (ops.Invalid, ops.Conflict) as e:
-            return course_view(request, course, status=e.status, form=form, error=f"The assignment was not created. "
-                                                                                  f"{e}")
-        return RedirectResponse(f"/staff/courses/{course}?added={made}", status_code=303)
+            parsed = parse_roster(raw.decode("utf-8-sig"), source=(roster.filename if roster else "") or "roster")
+        except UnicodeDecodeError as e:
+            raise ops.Invalid(f"The roster is not UTF-8 (byte {e.start}); save it as 'CSV UTF-8' and import it "
+                              "again.") from None
+        except RosterError as e:
+            raise ops.Invalid(f"The roster cannot be used: {e}") from None
 
-    @router.post("/staff/courses/{course}/roster")
-    async def import_roster(request: Request, course: Slug, csrf: Csrf,
-                            roster: Annotated[UploadFile | None, File()] = None) -> Response:
-        web.check_csrf(request, csrf)
-        who = await run_in_threadpool(web.signed_in, request, staff=True)
-        raw = await roster.read(MAX_BYTES + 1) if roster is not None else b""
-        try:
-            if not raw:
-                raise ops.Invalid("Choose a roster CSV file (a header row, then one student a line) to import.")
-            if len(raw) > MAX_BYTES:
-                raise ops.Invalid(f"The roster is larger than {MAX_BYTES // 2**20} MiB.")
-            try:
-                parsed = parse_roster(raw.decode("utf-8-sig"), source=(roster.filename if roster else "") or "roster")
-            except UnicodeDecodeError as e:
-                raise ops.Invalid(f"The roster is not UTF-8 (byte {e.start}); save it as 'CSV UTF-8' and import it "
-                                  "again.") from None
-            except RosterError as e:
-                raise ops.Invalid(f"The roster cannot be used: {e}") from None
-
-            def work(s: Session) -> tuple[int, list[str]]:
-                c = ops.course_by_slug(s, course)
-                before = {st for st in s.scalars(select(Student.student_id).where(Student.course_id == c.id))}
-                _none, problems = ops.import_roster(s, c, parsed, who.name, hand_out=False)
-                s.flush()
-                after = {st for st in s.scalars(select(Student.student_id).where(Student.course_id == c.id))}
-                return len(after - before), problems
-
-            new, problems = await run_in_threadpool(run, work)
-        except ops.Invalid as e:
-            status, error = e.status, str(e)
-            return await run_in_threadpool(lambda: course_view(request, course, status=status, error=error))
-        notice = (f"Roster imported: {len(parsed.entries)} rows, {new} new students. Hand out their sign-ins below."
-                  if new else f"Roster imported: {len(parsed.entries)} rows, no new students.")
-        return await run_in_threadpool(lambda: course_view(request, course, notice=notice, problems=problems))
-
-    @router.post("/staff/courses/{course}/sign-ins")
-    def hand_out(request: Request, course: Slug, csrf: Csrf, who: Text = "new", format: Text = "csv") -> Response:
-        web.check_csrf(request, csrf)
-        staff = web.signed_in(request, staff=True)
-        if who not in ("new", "all") or format not in ("csv", "sheet"):
-            return course_view(request, course, status=400, error="Choose whose sign-ins to hand out, then press "
-                                                                  "one of the two buttons.")
-
-        def work(s: Session) -> tuple[Course, list[dict[str, str]]]:
+        def work(s: Session) -> tuple[int, list[str]]:
             c = ops.course_by_slug(s, course)
-            return c, sign_in_rows(request, ops.hand_out_sign_ins(s, c, staff.name, everyone=who == "all"))
+            before = {st for st in s.scalars(select(Student.student_id).where(Student.course_id == c.id))}
+            _none, problems = ops.import_roster(s, c, parsed, who.name, hand_out=False)
+            s.flush()
+            after = {st for st in s.scalars(select(Student.student_id).where(Student.course_id == c.id))}
+            return len(after - before), problems
 
-        c, rows = run(work)
-        if not rows:
-            return course_view(request, course, status=409, error="Every student has been handed a sign-in already "
-                               "(they cannot be shown again). Choose 'every student' to issue new ones to all, or "
-                               "give one student a new sign-in in the table.")
-        if format == "csv":
-            return sign_ins_csv(c.slug, rows)
-        return web.page(request, "staff_sign_ins.html", staff, course=c, rows=rows, rotated=False)
+        new, problems = await run_in_threadpool(deps.run, request, work)
+    except ops.Invalid as e:
+        status, error = e.status, str(e)
+        return await run_in_threadpool(lambda: course_view(request, course, status=status, error=error))
+    notice = (f"Roster imported: {len(parsed.entries)} rows, {new} new students. Hand out their sign-ins below."
+              if new else f"Roster imported: {len(parsed.entries)} rows, no new students.")
+    return await run_in_threadpool(lambda: course_view(request, course, notice=notice, problems=problems))
 
-    @router.post("/staff/courses/{course}/rotate")
-    def rotate(request: Request, course: Slug, csrf: Csrf, student_id: Text = "") -> Response:
-        web.check_csrf(request, csrf)
-        staff = web.signed_in(request, staff=True)
 
-        def work(s: Session) -> tuple[Course, list[dict[str, str]]]:
-            c = ops.course_by_slug(s, course)
-            return c, sign_in_rows(request, [ops.rotate_token(s, c, student_id, staff.name)])
+@router.post("/staff/courses/{course}/sign-ins")
 
-        c, rows = run(work)
-        return web.page(request, "staff_sign_ins.html", staff, course=c, rows=rows, rotated=True)
 
-    @router.post("/staff/courses/{course}/signout")
-    def signout_student(request: Request, course: Slug, csrf: Csrf, student_id: Text = "") -> Response:
-        """End every browser session of one student (their sign-in token stays good)."""
-        web.check_csrf(request, csrf)
-        staff = web.signed_in(request, staff=True)
+def hand_out(request: Request, course: Slug, csrf: Csrf, who: Text = "new", format: Text = "csv") -> Response:
+    deps.check_csrf(request, csrf)
+    staff = deps.signed_in(request, staff=True)
+    if who not in ("new", "all") or format not in ("csv", "sheet"):
+        return course_view(request, course, status=400, error="Choose whose sign-ins to hand out, then press "
+                                                              "one of the two buttons.")
 
-        def work(s: Session) -> str:
-            c = ops.course_by_slug(s, course)
-            student = ops.student_by_id(s, c, student_id)
-            ended = ops.end_person_sessions(s, "student", student.id)
-            ops.audit(s, staff.name, "signout_student", f"{c.slug}/{student.student_id}", {"sessions": ended})
-            return f"{student.student_id} is signed out of {ended} browser session{'s' if ended != 1 else ''}."
+    def work(s: Session) -> tuple[Course, list[dict[str, str]]]:
+        c = ops.course_by_slug(s, course)
+        return c, sign_in_rows(request, ops.hand_out_sign_ins(s, c, staff.name, everyone=who == "all"))
 
-        return course_view(request, course, notice=run(work))
+    c, rows = deps.run(request, work)
+    if not rows:
+        return course_view(request, course, status=409, error="Every student has been handed a sign-in already "
+                           "(they cannot be shown again). Choose 'every student' to issue new ones to all, or "
+                           "give one student a new sign-in in the table.")
+    if format == "csv":
+        return sign_ins_csv(c.slug, rows)
+    return page(request, "staff_sign_ins.html", staff, course=c, rows=rows, rotated=False)
 
-    return router
+
+@router.post("/staff/courses/{course}/rotate")
+
+
+def rotate(request: Request, course: Slug, csrf: Csrf, student_id: Text = "") -> Response:
+    deps.check_csrf(request, csrf)
+    staff = deps.signed_in(request, staff=True)
+
+    def work(s: Session) -> tuple[Course, list[dict[str, str]]]:
+        c = ops.course_by_slug(s, course)
+        return c, sign_in_rows(request, [ops.rotate_token(s, c, student_id, staff.name)])
+
+    c, rows = deps.run(request, work)
+    return page(request, "staff_sign_ins.html", staff, course=c, rows=rows, rotated=True)
+
+
+@router.post("/staff/courses/{course}/signout")
+
+
+def signout_student(request: Request, course: Slug, csrf: Csrf, student_id: Text = "") -> Response:
+    """End every browser session of one student (their sign-in token stays good)."""
+    deps.check_csrf(request, csrf)
+    staff = deps.signed_in(request, staff=True)
+
+    def work(s: Session) -> str:
+        student, ended = ops.sign_out_student(s, ops.course_by_slug(s, course), student_id, staff.name)
+        return f"{student.student_id} is signed out of {ended} browser session{'s' if ended != 1 else ''}."
+
+    return course_view(request, course, notice=deps.run(request, work))
+

@@ -1,0 +1,114 @@
+"""What the API's routes and the pages' routes both do that needs more than one unit of work on
+the store: accept an upload (then hand it to the graders), regrade, and follow a submission's
+status live (one read, a long poll, an event stream, woken by ``notify.Waiters``). Each takes the
+request, and reaches the app's state through ``deps``."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+from fastapi import Request, UploadFile
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import StreamingResponse
+from sqlalchemy.orm import Session
+
+from . import deps, ops, uploads
+from .auth import Principal, own_submission, require_staff
+from .limits import HeldStream
+from .views import status_view
+
+
+async def accept_upload(request: Request, principal: Principal, course: str, assignment: str, file: UploadFile,
+                        student_id: str | None = None) -> dict[str, Any]:
+    """The upload committed to the store (then handed over), as its status view."""
+    return await uploads.accept(deps.runner(request), lambda sid, generation: deps.dispatch(request, sid, generation),
+                                deps.settings(request), principal, course, assignment, file, student_id)
+
+
+def regrade_one(request: Request, principal: Principal, submission_id: str) -> dict[str, Any]:
+    require_staff(principal)
+    view = deps.run(request, lambda s: status_view(ops.regrade(s, own_submission(s, principal, submission_id),
+                                                               principal.name)))
+    deps.dispatch(request, view["id"], view["generation"])
+    return view
+
+
+def regrade_every(request: Request, principal: Principal, course: str, assignment: str) -> int:
+    """Regrade each student's latest upload; how many."""
+    require_staff(principal)
+
+    def work(s: Session) -> list[tuple[str, int]]:
+        a = ops.assignment_by_slug(s, ops.course_by_slug(s, course), assignment)
+        return [(sub.id, ops.regrade(s, sub, principal.name).generation) for sub, _ in ops.latest_submissions(s, a)]
+
+    jobs = deps.run(request, work)
+    for sub_id, generation in jobs:
+        deps.dispatch(request, sub_id, generation)
+    return len(jobs)
+
+
+# ---- live status -------------------------------------------------------------------------------------
+
+
+def load_status(request: Request, principal: Principal, submission_id: str) -> dict[str, Any]:
+    def work(s: Session) -> dict[str, Any]:
+        sub = own_submission(s, principal, submission_id)
+        return status_view(sub) | {"queue_place": ops.queue_place(s, sub)}
+
+    return deps.run(request, work)
+
+
+async def wait_status(request: Request, principal: Principal, submission_id: str, wait_s: float,
+                      last: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The status, as soon as it is final or its status or queue place differs from ``last``'s,
+    or after ``wait_s``. A grading that starts or ends wakes the wait (``notify``); the store is
+    re-read every ``poll_interval_s`` besides, for what no announcement told."""
+    settings, waiters = deps.settings(request), deps.waiters(request)
+    deadline = time.monotonic() + min(wait_s, settings.long_poll_max_s)
+    while True:
+        event = waiters.register(submission_id)
+        try:
+            view = await run_in_threadpool(load_status, request, principal, submission_id)
+            left = deadline - time.monotonic()
+            moved = last is not None and (view["status"], view["queue_place"]) != (last["status"], last["queue_place"])
+            if view["final"] or moved or left <= 0:
+                return view
+            try:
+                await asyncio.wait_for(event.wait(), min(left, settings.poll_interval_s))
+            except TimeoutError:
+                pass
+        finally:
+            waiters.unregister(submission_id, event)
+
+
+async def long_poll(request: Request, principal: Principal, submission_id: str, wait_s: float) -> dict[str, Any]:
+    """The status once final, or after ``wait_s`` (one of the person's waiting places held)."""
+    give_back = deps.take_place(request, principal)
+    try:
+        return await wait_status(request, principal, submission_id, wait_s)
+    finally:
+        give_back()
+
+
+async def status_events(request: Request, principal: Principal, submission_id: str) -> StreamingResponse:
+    """Server-sent events: one ``status`` event per change, until the status is final."""
+    give_back = deps.take_place(request, principal)
+    try:
+        first = await run_in_threadpool(load_status, request, principal, submission_id)
+    except BaseException:
+        give_back()
+        raise
+
+    async def stream() -> AsyncIterator[str]:
+        view = first
+        yield f"event: status\ndata: {json.dumps(view)}\n\n"
+        while not view["final"]:
+            view = await wait_status(request, principal, submission_id, 15.0, last=view)
+            yield f"event: status\ndata: {json.dumps(view)}\n\n"
+
+    return HeldStream(stream(), give_back, media_type="text/event-stream", headers={"Cache-Control": "no-store"})
+
