@@ -14,6 +14,7 @@ Comparator = Callable[[CheckOutput, CheckOutput, dict[str, Any]], list[Mismatch]
 ErrorCause = Callable[[CheckOutput, dict[str, Any]], "str | None"]
 Generation = Callable[[Mapping[str, CheckOutput]], "str | None"]
 CrashMeaning = Callable[[str, str, dict[str, Any]], "str | None"]
+NotApplicable = Callable[[CheckOutput], "str | None"]
 GENERIC_COMPARATOR = "match"  # every output equal to the reference's within the check's tolerances
 
 
@@ -35,7 +36,7 @@ class JudgeRules:
 
     comparators: dict[str, Comparator] = field(default_factory=dict)
     diagnoses: dict[str, Diagnosis] = field(default_factory=dict)
-    not_applicable: dict[str, Callable[[CheckOutput], str | None]] = field(default_factory=dict)
+    not_applicable: dict[str, NotApplicable] = field(default_factory=dict)
     error_cause: ErrorCause | None = None
     generation: Generation | None = None
     crash_meaning: CrashMeaning | None = None

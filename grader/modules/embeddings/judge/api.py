@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from ....channel import CheckOutput
-from ....judge.compare import Cause, Diagnosis, close
+from grader.unit import Cause, CheckOutput, Diagnosis, close
+
 from ..probes.api import large_table
 from .scale import gradient_scale
 

@@ -1,0 +1,50 @@
+"""The one public module a course-module unit imports on the host side (docs/NEW_MODULE.md).
+
+A unit is a package with two sides, and each side has one face of the grader:
+
+- **host side** (the unit's ``__init__.py``, ``judge/``, tests): ``from grader.unit import ...``,
+  nothing else of the grader. It gives the unit's declaration (``ModuleUnit``), what its judge
+  reads and returns (``CheckOutput``, ``Mismatch``, ``Cause`` and the callable types), and the
+  judge's helpers (tolerances, the uniform-draw test, the shapes in a numpy error message);
+- **sandbox side** (``probes/``): ``from grader.harness.probes import ...``, nothing else of the
+  grader. The probes run in the sandbox, whose bundle holds the harness and the course runtime
+  and no other part of the grader, so ``grader.unit`` cannot be imported there. That face's
+  ``__all__`` is pinned too (tests/test_unit_api.py).
+
+A unit's judge may import its own probes package for shared constants (the probe interface it
+re-exports here is the same object). Names here are a promise to unit authors: adding one is
+cheap, removing or renaming one breaks every course's units.
+"""
+
+from __future__ import annotations
+
+from .channel import CheckOutput
+from .harness.probes import NOT_A_TENSOR, Inputs, Outputs, Probe, ProbeError
+from .judge.compare import Cause, Diagnosis, Mismatch, close
+from .judge.crash import shapes
+from .judge.rules import Comparator, CrashMeaning, ErrorCause, Generation, NotApplicable
+from .judge.uniform import judge_draw, ks_threshold, likely_cause
+from .modules import ModuleUnit
+
+__all__ = [
+    "NOT_A_TENSOR",
+    "Cause",
+    "CheckOutput",
+    "Comparator",
+    "CrashMeaning",
+    "Diagnosis",
+    "ErrorCause",
+    "Generation",
+    "Inputs",
+    "Mismatch",
+    "ModuleUnit",
+    "NotApplicable",
+    "Outputs",
+    "Probe",
+    "ProbeError",
+    "close",
+    "judge_draw",
+    "ks_threshold",
+    "likely_cause",
+    "shapes",
+]
