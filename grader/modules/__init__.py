@@ -94,6 +94,12 @@ class ModuleUnit:
         stem = f"{self.number:02d}_{self.name}" if self.number is not None else self.name
         return (f"{stem}.ipynb", f"{self.name}.ipynb", f"{self.name}_dev.ipynb", f"{stem}.py")
 
+    def probe_files(self) -> dict[str, str]:
+        """The probes package's source files (path inside it → text): what a job carries into the
+        sandbox, whose bundle holds no unit (grader/harness/unitfiles.py)."""
+        return {f.relative_to(self.probes_dir).as_posix(): f.read_text(encoding="utf-8")
+                for f in sorted(self.probes_dir.rglob("*.py")) if "__pycache__" not in f.parts}
+
     def load_probes(self) -> dict[str, Probe]:
         from ..harness.probes import load_probes
 
@@ -108,7 +114,8 @@ class ModuleUnit:
                           not_applicable=dict(getattr(judge, "NOT_APPLICABLE", {})),
                           error_cause=getattr(judge, "ERROR_CAUSE", None),
                           generation=getattr(judge, "GENERATION", None),
-                          crash_meaning=getattr(judge, "CRASH_MEANING", None))
+                          crash_meaning=getattr(judge, "CRASH_MEANING", None),
+                          source_generation=getattr(judge, "SOURCE_GENERATION", None))
 
     @property
     def label(self) -> str:
