@@ -22,7 +22,7 @@ from .channel import CheckOutput
 from .harness.probes import NOT_A_TENSOR, Inputs, Outputs, Probe, ProbeError
 from .judge.compare import Cause, Diagnosis, Mismatch, close
 from .judge.crash import shapes
-from .judge.rules import Comparator, CrashMeaning, ErrorCause, Generation, NotApplicable
+from .judge.rules import Comparator, CrashMeaning, ErrorCause, Generation, NotApplicable, SourceGeneration
 from .judge.uniform import judge_draw, ks_threshold, likely_cause
 from .modules import ModuleUnit
 
@@ -42,6 +42,7 @@ __all__ = [
     "Outputs",
     "Probe",
     "ProbeError",
+    "SourceGeneration",
     "close",
     "judge_draw",
     "ks_threshold",

@@ -25,7 +25,7 @@ def test_the_host_face_exports_exactly_this() -> None:
     assert set(grader.unit.__all__) == {
         "NOT_A_TENSOR", "Cause", "CheckOutput", "Comparator", "CrashMeaning", "Diagnosis", "ErrorCause",
         "Generation", "Inputs", "Mismatch", "ModuleUnit", "NotApplicable", "Outputs", "Probe", "ProbeError",
-        "close", "judge_draw", "ks_threshold", "likely_cause", "shapes",
+        "SourceGeneration", "close", "judge_draw", "ks_threshold", "likely_cause", "shapes",
     }
     for name in grader.unit.__all__:
         assert getattr(grader.unit, name) is not None

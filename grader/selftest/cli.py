@@ -99,14 +99,18 @@ def default_sources(module: str) -> list[Source]:
     from .mutate import load_source
 
     notebooks = sorted(examples_dir(module).glob("correct_*.ipynb"))
-    return [load_source(modules.get(module).reference_path, "reference", name=module), *(load_source(p) for p in notebooks)]
+    guess = modules.get(module).judge_rules().source_generation
+    return [load_source(modules.get(module).reference_path, "reference", name=module),
+            *(load_source(p, guess=guess) for p in notebooks)]
 
 
 def _sources(args: argparse.Namespace, module: str) -> tuple[list[Source], bool]:
+    from .. import modules
     from .mutate import load_source
 
     if args.sources:
-        return [load_source(p) for p in args.sources], False
+        guess = modules.get(module).judge_rules().source_generation
+        return [load_source(p, guess=guess) for p in args.sources], False
     return default_sources(module), True
 
 

@@ -620,3 +620,4 @@ COMPARATORS = {"xavier_bounds": xavier_bounds, "pe_init_bounds": pe_init_bounds}
 NOT_APPLICABLE = embeddings_api.NOT_APPLICABLE
 GENERATION = embeddings_api.generation
 CRASH_MEANING = crashes.meaning
+SOURCE_GENERATION = embeddings_api.source_generation
