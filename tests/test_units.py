@@ -72,6 +72,17 @@ def test_the_command_line_chooses_among_installed_modules(toy_site: Path, tmp_pa
     assert json.loads((tmp_path / "r.json").read_text())["rubric_id"] == "toy-relu"
 
 
+def test_the_toy_unit_is_mutation_tested_with_its_own_material(toy_site: Path) -> None:
+    """``grader selftest --mutants --module relu``: the toy's reference and its own golden notebook
+    (examples/), its own reviewed equivalents (mutants/), its generation the rubric's default."""
+    env = {**os.environ, "PYTHONPATH": str(toy_site), "GRADER_NO_DAEMON": "1"}
+    run = subprocess.run([sys.executable, "-m", "grader.cli", "selftest", "--mutants", "--module", "relu"], env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stdout + run.stderr
+    out = " ".join(run.stdout.split())
+    assert "from 2 source(s)" in out and "correct_relu course" in out and "every non-equivalent mutant was killed" in out
+
+
 # Generic words that contain a module-11 word, each with why it is not about the course module.
 ALLOWED = {
     "a program embedding the grader": "English: a host program that embeds the grader (grader/intake.py)",

@@ -7,4 +7,5 @@ but its two faces: ``grader.unit`` on the host side, ``grader.harness.probes`` i
 
 from grader.unit import ModuleUnit
 
-UNIT = ModuleUnit(name="relu", package=__name__, notebook_names=("relu.ipynb",))
+UNIT = ModuleUnit(name="relu", package=__name__, notebook_names=("relu.ipynb",), examples="examples",
+                  equivalents="mutants/equivalent.toml")
