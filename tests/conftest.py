@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import shutil
 import sys
 from collections.abc import Iterator, Sequence
@@ -66,7 +67,7 @@ def _fresh_settings() -> Iterator[None]:
 def grader_local() -> Iterator[Any]:
     from grader import Grader
 
-    with Grader(backend="local") as g:
+    with Grader(EMBEDDINGS_RUBRIC, backend="local") as g:
         yield g
 
 
@@ -139,4 +140,7 @@ def toy_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """The toy unit installed as a course's own distribution would be: a package and a dist-info
     whose entry point names it. With it the suite has two units, as a course does."""
     with unit_installed(tmp_path_factory.mktemp("site")) as site:
+        mp = pytest.MonkeyPatch()  # and in every process a test starts
+        mp.setenv("PYTHONPATH", os.pathsep.join(p for p in (str(site), os.environ.get("PYTHONPATH")) if p))
         yield site
+        mp.undo()

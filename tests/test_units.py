@@ -29,6 +29,32 @@ def _notebook(tmp: Path, name: str, source: str) -> Path:
     return write_notebook(tmp / f"{name}.ipynb", [source])
 
 
+def _digest(folder: Path) -> str:
+    import hashlib
+
+    h = hashlib.sha256()
+    for path in sorted(p for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+        h.update(path.relative_to(folder).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def test_the_toy_unit_plugs_in_with_no_core_change(tmp_path: Path) -> None:
+    """Adding a unit is its own folder and one entry point: installed from a copy outside the
+    repository, it is found, chooses itself for its notebooks with no --module, and grades, while
+    nothing in the core is edited or written (no registry, no generated file, no shared runtime)."""
+    from .conftest import TOY_UNIT, unit_installed
+
+    core = {name: _digest(ROOT / name) for name in ("grader", "reference")}
+    assert sorted(p.name for p in TOY_UNIT.iterdir() if p.name != "__pycache__") == [
+        "__init__.py", "examples", "judge", "mutants", "probes", "reference", "rubric.toml"]
+    with unit_installed(tmp_path / "site"), Session() as session:
+        report = session.grade(_notebook(tmp_path, "relu", CORRECT))
+        module_11 = session.grade(ROOT / "submissions" / "correct_tinytorch.ipynb")
+    assert (report.rubric_id, report.score) == ("toy-relu", 10)
+    assert module_11.score == module_11.max_score
+    assert {name: _digest(ROOT / name) for name in core} == core
+
+
 def test_the_toy_unit_is_discovered_through_the_entry_point(toy_site: Path) -> None:
     units = modules.installed()
     assert units["relu"].package == "toy_relu" and units["relu"].root == toy_site / "toy_relu"
