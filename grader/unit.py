@@ -18,13 +18,40 @@ cheap, removing or renaming one breaks every course's units.
 
 from __future__ import annotations
 
-from .channel import CheckOutput
-from .harness.probes import NOT_A_TENSOR, Inputs, Outputs, Probe, ProbeError
-from .judge.compare import Cause, Diagnosis, Mismatch, close
-from .judge.crash import shapes
-from .judge.rules import Comparator, CrashMeaning, ErrorCause, Generation, NotApplicable, SourceGeneration
-from .judge.uniform import judge_draw, ks_threshold, likely_cause
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from .modules import ModuleUnit
+
+if TYPE_CHECKING:
+    from .channel import CheckOutput
+    from .harness.probes import NOT_A_TENSOR, Inputs, Outputs, Probe, ProbeError
+    from .judge.compare import Cause, Diagnosis, Mismatch, close
+    from .judge.crash import shapes
+    from .judge.rules import Comparator, CrashMeaning, ErrorCause, Generation, NotApplicable, SourceGeneration
+    from .judge.uniform import judge_draw, ks_threshold, likely_cause
+
+# Everything but ModuleUnit is imported when first used: finding the installed units imports each
+# unit's ``__init__`` (which needs only ModuleUnit), and that must stay standard library only (the
+# front ends name a missing dependency, pydantic or numpy, with its install command after that).
+_WHERE = {
+    "CheckOutput": "channel",
+    **dict.fromkeys(("NOT_A_TENSOR", "Inputs", "Outputs", "Probe", "ProbeError"), "harness.probes"),
+    **dict.fromkeys(("Cause", "Diagnosis", "Mismatch", "close"), "judge.compare"),
+    "shapes": "judge.crash",
+    **dict.fromkeys(("Comparator", "CrashMeaning", "ErrorCause", "Generation", "NotApplicable", "SourceGeneration"),
+                    "judge.rules"),
+    **dict.fromkeys(("judge_draw", "ks_threshold", "likely_cause"), "judge.uniform"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _WHERE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"grader.{_WHERE[name]}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "NOT_A_TENSOR",

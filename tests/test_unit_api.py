@@ -42,6 +42,18 @@ def test_the_sandbox_face_exports_exactly_this() -> None:
         assert getattr(grader.harness.probes, name) is not None
 
 
+def test_finding_a_unit_imports_only_the_standard_library() -> None:
+    """A unit's ``__init__`` (what finding the installed units imports) pulls in neither pydantic
+    nor numpy: the front ends name a missing dependency with its install command after that."""
+    import subprocess
+    import sys
+
+    code = ("import sys, grader.modules.embeddings, grader.unit; "
+            "print(sorted(m for m in ('pydantic', 'numpy') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert done.stdout.strip() == "[]"
+
+
 def _grader_imports(path: Path, package: str, unit_dir: Path) -> list[str]:
     """The grader modules ``path`` imports (relative imports resolved against the unit's package)."""
     rel = path.relative_to(unit_dir).with_suffix("").parts
