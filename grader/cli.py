@@ -16,6 +16,7 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 # its usage line all the same.
 HEAVY = {"export": "write a gradebook file from RESULTS_DIR", "gradescope": "grade inside Gradescope's autograder",
          "selftest": "test the grader itself", "serve": "run the grading service",
+         "modules": "list the installed course modules and where their parts are",
          "worker": "grade the service's queue (scaled-out mode)"}
 
 
@@ -106,11 +107,13 @@ def build_parser(grade_only: bool = False) -> argparse.ArgumentParser:
     elif not STUDENT:
         from .export.cli import add_export_parser
         from .gradescope_mode import add_gradescope_parser
+        from .modules.cli import add_modules_parser
         from .selftest.cli import add_selftest_parser
         from .service.cli import add_service_parsers
 
         add_export_parser(sub)
         add_gradescope_parser(sub)
+        add_modules_parser(sub)
         add_selftest_parser(sub)
         add_service_parsers(sub)
     return parser
@@ -170,6 +173,10 @@ def _run(args: argparse.Namespace, use_daemon: bool) -> int:
         from .selftest.cli import selftest_command
 
         return selftest_command(args)
+    if args.command == "modules":
+        from .modules.cli import modules_command
+
+        return modules_command(args)
     return EXIT_USAGE  # unreachable: argparse requires a known command
 
 

@@ -116,6 +116,17 @@ def find_notebook(folder: Path) -> Path:
                           "upload only the module's notebook, or give it that name")
 
 
+def _assignment_module(layout: Layout) -> str | None:
+    """The course module the autograder zip is for (``source/module``, make_zip.sh's MODULE=), if any."""
+    path = layout.root / "source" / "module"
+    if not path.is_file():
+        return None
+    try:
+        return path.read_text(encoding="utf-8").strip()[:100] or None
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
 def _candidates(folder: Path) -> Iterator[Path]:
     from .batch.layouts import SUFFIXES
 
@@ -132,8 +143,10 @@ def _candidates(folder: Path) -> Iterator[Path]:
                 yield path
 
 
-def grade_submission(layout: Layout, rubric: Rubric, backend: str = "local") -> tuple[StoredResult, SubmissionMetadata]:
-    """Grade ROOT/submission; a submission or grader fault becomes the result's status."""
+def grade_submission(layout: Layout, rubric: Rubric | None, backend: str = "local",
+                     module: str | None = None) -> tuple[StoredResult, SubmissionMetadata]:
+    """Grade ROOT/submission; a submission or grader fault becomes the result's status. Without a
+    rubric, the notebook's course module (``module`` when it does not say)."""
     from .results.record import ResultStatus, StoredResult, now
     from .secret import file_secret
     from .session import Session
@@ -148,7 +161,8 @@ def grade_submission(layout: Layout, rubric: Rubric, backend: str = "local") -> 
         with Session(official=True, hide=(layout.root / "source", layout.results.parent)) as session:
             # the course's seed secret, from the autograder zip (make_zip.sh) or GRADER_SEED_SECRET
             seed_secret = file_secret(layout.root / "source" / "seed_secret")
-            report = session.grade(notebook, rubric, backend=backend, seed_secret=seed_secret)
+            options: dict[str, Any] = {} if rubric is not None else {"module": module}
+            report = session.grade(notebook, rubric, backend=backend, seed_secret=seed_secret, **options)
         status = "graded"
     except SubmissionError as e:
         status, reason = "invalid", str(e)
@@ -166,12 +180,17 @@ def grade_submission(layout: Layout, rubric: Rubric, backend: str = "local") -> 
 
 def run(root: Path, *, rubric: Path | None = None, backend: str = "local", module: str | None = None) -> int:
     """Grade, write ROOT/results/results.json, and return the exit status. Without a rubric, the
-    course module is the one the submitted notebook says, else ``module`` (grader.modules.choose)."""
+    course module is the one the submitted notebook says, else ``module``, else the assignment's
+    ``ROOT/source/module`` (grader.modules.choose). When none tells, results.json says why (the
+    notebook is graded by no rubric: score 0, no tests)."""
+    from .errors import ModuleUnitError
     from .export.gradescope import results_json
     from .models import shown
     from .rubric import load_rubric
 
     layout = Layout(root)
+    course = _assignment_module(layout)
+    loaded: Rubric | None
     if rubric is None:
         from .modules.choose import choose_module
 
@@ -179,11 +198,14 @@ def run(root: Path, *, rubric: Path | None = None, backend: str = "local", modul
             notebook: Path | None = find_notebook(layout.submission)
         except SubmissionError:  # grading says so in results.json
             notebook = None
-        loaded = load_rubric(module=choose_module(notebook, module).name)
+        try:
+            loaded = load_rubric(module=choose_module(notebook, module, course=course).name)
+        except ModuleUnitError:  # results.json still says what is wrong: grading fails the same way
+            loaded = None
     else:
         loaded = load_rubric(rubric)
     layout.results.parent.mkdir(parents=True, exist_ok=True)  # before grading, so the sandbox hides it
-    result, meta = grade_submission(layout, loaded, backend)
+    result, meta = grade_submission(layout, loaded, backend, module or course)
     try:
         data: dict[str, Any] = results_json(result, loaded, practice_note=False)
     except Exception as e:  # results.json is written whatever failed: the student must see why
@@ -211,8 +233,8 @@ def add_gradescope_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help=f"the autograder folder (default: ${ROOT_ENV} or {DEFAULT_ROOT})")
     p.add_argument("--rubric", type=Path, help="rubric .toml (default: ROOT/source/rubric.toml if present, "
                                                "else the installed course module's)")
-    p.add_argument("--module", metavar="NAME", help="the course module (default: the one the notebook says, else the "
-                                                    "only one installed)")
+    p.add_argument("--module", metavar="NAME", help="the course module (default: the one the notebook says, else "
+                                                    "ROOT/source/module, else the only one installed)")
     p.add_argument("--backend", choices=BACKENDS, default="local",
                    help="local: the Gradescope container is the outer sandbox")
     return p

@@ -1,7 +1,9 @@
 """The Docker image of the official sandbox: python3, numpy, the harness and the course runtime.
 
 It never holds the reference solution, the rubrics or anything else of the grader: the build
-context is made in memory from ``ensure_bundle()`` (the harness, the units' probes, the runtimes).
+context is made in memory from ``ensure_bundle()`` (the harness and the course runtimes). It holds
+no course-module unit either: each job brings its unit's probes (grader/harness/unitfiles.py), so
+installing or editing a unit leaves the tag as it is.
 
 Two recipes give the same layout (the bundle at ``/opt/grader``, user 65534, workdir
 ``/work``):
@@ -13,7 +15,7 @@ Two recipes give the same layout (the bundle at ``/opt/grader``, user 65534, wor
   numpy`` + the same bundle layer.
 
 The tag is ``tinytorch-grader:<hash>`` with the hash taken over the bundle and the recipe text, so
-the image is rebuilt only when the harness, the runtime or this recipe changes.
+the image is rebuilt only when the harness, a runtime or this recipe changes.
 """
 
 from __future__ import annotations

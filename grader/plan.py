@@ -14,6 +14,7 @@ import zlib
 from typing import Any
 
 import numpy as np
+from pydantic import Field
 
 from .harness.probes import Inputs, encode_inputs
 from .models import Record
@@ -40,6 +41,9 @@ class Job(Record):
 
     module: str
     probes: str  # the unit's probes package, imported by the harness (grader.modules.<name>.probes)
+    # Its source files (path inside the package → text): the sandbox bundle holds no unit, so a job
+    # brings its own (grader/harness/unitfiles.py). Empty: the package is importable as it is.
+    probe_files: dict[str, str] = Field(default_factory=dict)
     seed: int
     numpy_seed: int = 0  # seeds unseeded student initialisations; reveals nothing about ``seed``
     parallel: int = 2
@@ -78,6 +82,6 @@ def plan(rubric: Rubric, checks: tuple[CheckSpec, ...], seed: int, numpy_seed: i
                                     inputs=encode_inputs(inputs), visible=check.public))
     if numpy_seed is None:
         numpy_seed = int.from_bytes(hashlib.sha256(f"numpy:{seed}".encode()).digest()[:4], "big")
-    return Job(module=rubric.module, probes=unit.probes_module, seed=seed, numpy_seed=numpy_seed,
+    return Job(module=rubric.module, probes=unit.probes_module, probe_files=unit.probe_files(), seed=seed, numpy_seed=numpy_seed,
                parallel=min(2, os.cpu_count() or 1), import_timeout_s=rubric.import_timeout_s,
                total_timeout_s=rubric.total_timeout_s, checks=tuple(planned))

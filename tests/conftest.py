@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import shutil
 import sys
 from collections.abc import Iterator, Sequence
@@ -65,7 +67,7 @@ def _fresh_settings() -> Iterator[None]:
 def grader_local() -> Iterator[Any]:
     from grader import Grader
 
-    with Grader(backend="local") as g:
+    with Grader(EMBEDDINGS_RUBRIC, backend="local") as g:
         yield g
 
 
@@ -110,22 +112,35 @@ def _clear_caches() -> None:
     bundle.ensure_bundle.cache_clear()
 
 
+@contextlib.contextmanager
+def unit_installed(site: Path, unit_dir: Path = TOY_UNIT, entry: str = "relu = toy_relu:UNIT") -> Iterator[Path]:
+    """A unit's folder installed in ``site`` the way a course's own distribution would be: its
+    package and a dist-info whose entry point names it, on sys.path until the block ends."""
+    from grader import modules
+
+    package = entry.split("=", 1)[1].strip().split(":")[0].split(".")[0]
+    shutil.copytree(unit_dir, site / package, ignore=shutil.ignore_patterns("__pycache__"))
+    info = site / f"{package}-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {package}\nVersion: 0.1\n", encoding="utf-8")
+    (info / "entry_points.txt").write_text(f"[{modules.GROUP}]\n{entry}\n", encoding="utf-8")
+    sys.path.insert(0, str(site))
+    _clear_caches()
+    try:
+        yield site
+    finally:
+        sys.path.remove(str(site))
+        for name in [m for m in sys.modules if m == package or m.startswith(package + ".")]:
+            del sys.modules[name]
+        _clear_caches()
+
+
 @pytest.fixture(scope="module")
 def toy_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """The toy unit installed as a course's own distribution would be: a package and a dist-info
     whose entry point names it. With it the suite has two units, as a course does."""
-    from grader import modules
-
-    site = tmp_path_factory.mktemp("site")
-    shutil.copytree(TOY_UNIT, site / "toy_relu", ignore=shutil.ignore_patterns("__pycache__"))
-    info = site / "toy_relu-0.1.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: toy-relu\nVersion: 0.1\n", encoding="utf-8")
-    (info / "entry_points.txt").write_text(f"[{modules.GROUP}]\nrelu = toy_relu:UNIT\n", encoding="utf-8")
-    sys.path.insert(0, str(site))
-    _clear_caches()
-    yield site
-    sys.path.remove(str(site))
-    for name in [m for m in sys.modules if m == "toy_relu" or m.startswith("toy_relu.")]:
-        del sys.modules[name]
-    _clear_caches()
+    with unit_installed(tmp_path_factory.mktemp("site")) as site:
+        mp = pytest.MonkeyPatch()  # and in every process a test starts
+        mp.setenv("PYTHONPATH", os.pathsep.join(p for p in (str(site), os.environ.get("PYTHONPATH")) if p))
+        yield site
+        mp.undo()

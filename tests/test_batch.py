@@ -22,7 +22,9 @@ from grader.batch.runner import run_batch
 from grader.errors import SubmissionError
 from grader.results.store import SQLiteStore
 
-from .conftest import SUBMISSIONS
+from .conftest import EMBEDDINGS_RUBRIC, SUBMISSIONS
+
+pytestmark = pytest.mark.usefixtures("toy_site")  # two units installed, as in a course: module 11 still grades with no --module
 
 CORRECT = SUBMISSIONS / "correct_tinytorch.ipynb"
 BUGGY = SUBMISSIONS / "bug_backward_overwrite.ipynb"
@@ -281,7 +283,7 @@ def test_a_result_holding_text_no_encoder_accepts_is_still_stored(tmp_path: Path
     from grader.batch.runner import write_student_report
     from grader.results.record import StoredResult, now
 
-    with Grader(backend="local", public_only=True) as g:
+    with Grader(EMBEDDINGS_RUBRIC, backend="local", public_only=True) as g:
         report = g.grade(CORRECT)
     check = report.checks[0].model_copy(update={"message": "bad \ud800 text"})
     report = report.model_copy(update={"checks": (check, *report.checks[1:])})

@@ -98,11 +98,12 @@ def test_another_unit_leaves_module_11s_caches_alone(toy_site: Path) -> None:
 
     assert stale("embeddings") is None  # the committed fingerprint was made without the toy unit
     probes = toy_site / "toy_relu" / "probes" / "__init__.py"
-    before, every_unit = module_11(), bundle_hash()
+    before, shared, toy = module_11(), bundle_hash(), bundle_hash("relu")
     original = probes.read_text(encoding="utf-8")
     try:
         probes.write_text(original + "\nCHANGED = True\n", encoding="utf-8")
-        assert bundle_hash() != every_unit  # the change is seen, by the bundle of every unit
+        assert bundle_hash("relu") != toy  # the change is seen, by the toy's own bundle
+        assert bundle_hash() == shared  # the shared one (the zygote's, the image's) holds no unit
         assert module_11() == before
         assert not (before[3] / "toy_relu").exists()
     finally:

@@ -7,7 +7,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from .conftest import SUBMISSIONS
+
+pytestmark = pytest.mark.usefixtures("toy_site")  # two units installed, as in a course: module 11 still grades with no --module
 
 
 def grader(*args: str | Path) -> subprocess.CompletedProcess[str]:
@@ -75,7 +79,8 @@ def test_hostile_files_cost_only_themselves_and_the_json_is_written(tmp_path: Pa
     broken = tmp_path / "broken.ipynb"
     broken.write_text("{")
     out = tmp_path / "r.json"
-    run = grader("grade", SUBMISSIONS / "correct_tinytorch.ipynb", hostile, broken, bomb,
+    # --module: the bomb defines nothing, so with two units installed nothing else says which it is
+    run = grader("grade", "--module", "embeddings", SUBMISSIONS / "correct_tinytorch.ipynb", hostile, broken, bomb,
                  SUBMISSIONS / "bug_sin_exponent.ipynb", "--json", out)
     assert run.returncode == 2 and "Traceback" not in run.stderr
     assert run.stderr.count("error:") == 1 and "broken.ipynb: not valid JSON" in run.stderr

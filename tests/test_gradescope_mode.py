@@ -27,6 +27,8 @@ from grader.sandbox import HidingSandbox
 
 from .conftest import code_cells, write_notebook
 
+pytestmark = pytest.mark.usefixtures("toy_site")  # two units installed, as in a course: module 11 still grades with no --module
+
 ROOT = Path(__file__).resolve().parents[1]
 SUBMISSIONS = ROOT / "submissions"
 AUTOGRADER = ROOT / "autograder"
@@ -40,10 +42,14 @@ METADATA = {
 
 
 def autograder_root(tmp_path: Path, notebook: str | None = "bug_sin_cos_swapped.ipynb",
-                    upload_as: str = "11_embeddings.ipynb", metadata: dict[str, Any] | None = METADATA) -> Path:
-    """ROOT with source/ (a stand-in for the uploaded zip), submission/ and submission_metadata.json."""
+                    upload_as: str = "11_embeddings.ipynb", metadata: dict[str, Any] | None = METADATA,
+                    module: str | None = None) -> Path:
+    """ROOT with source/ (a stand-in for the uploaded zip, with make_zip.sh's MODULE= as
+    ``source/module``), submission/ and submission_metadata.json."""
     root = tmp_path / "autograder"
     (root / "source").mkdir(parents=True)
+    if module is not None:
+        (root / "source" / "module").write_text(module + "\n", encoding="utf-8")
     shutil.copy(AUTOGRADER / "run_autograder", root / "run_autograder")
     (root / "submission").mkdir()
     if notebook is not None:
@@ -63,7 +69,7 @@ def run_mode(root: Path) -> tuple[int, dict[str, Any]]:
 
 def test_graded_submission_gives_gradescope_results(tmp_path: Path) -> None:
     code, results = run_mode(autograder_root(tmp_path))
-    rubric = load_rubric()
+    rubric = load_rubric(module="embeddings")
     assert code == 0
     assert results["score"] == 88.0
     assert [t["visibility"] for t in results["tests"]] == [c.visibility for c in rubric.checks]
@@ -97,14 +103,24 @@ def test_run_autograder_script_against_a_local_layout(tmp_path: Path) -> None:
 ])
 def test_a_submission_without_one_notebook_gets_score_0_and_the_reason(tmp_path: Path, notebook: str | None,
                                                                        upload_as: str, expected: str) -> None:
-    root = autograder_root(tmp_path, notebook=notebook, upload_as=upload_as)
+    # no notebook says which module: the assignment does (two units are installed)
+    root = autograder_root(tmp_path, notebook=notebook, upload_as=upload_as, module="embeddings")
     if notebook is not None:
         shutil.copy(SUBMISSIONS / notebook, root / "submission" / "b.ipynb")
     code, results = run_mode(root)
     assert code == 0
     assert results["score"] == 0.0 and results["extra_data"]["status"] == "invalid"
     assert expected in results["output"]
-    assert len(results["tests"]) == len(load_rubric().checks) and all(t["score"] == 0.0 for t in results["tests"])
+    assert len(results["tests"]) == len(load_rubric(module="embeddings").checks)
+    assert all(t["score"] == 0.0 for t in results["tests"])
+
+
+def test_an_assignment_that_names_no_module_still_tells_the_student_why(tmp_path: Path) -> None:
+    """Two units, nothing uploaded and no source/module: results.json says what is missing."""
+    code, results = run_mode(autograder_root(tmp_path, notebook=None))
+    assert code == 0
+    assert results["score"] == 0.0 and results["extra_data"]["status"] == "invalid"
+    assert "no notebook found" in results["output"] and results["tests"] == []
 
 
 def test_a_broken_notebook_is_invalid_and_metadata_is_optional(tmp_path: Path) -> None:

@@ -18,7 +18,9 @@ from rich.console import Console
 from grader import Grader, GradeReport
 from grader.report import render
 
-from .conftest import SUBMISSIONS, code_cells, fast_rubric_file, write_notebook
+from .conftest import EMBEDDINGS_RUBRIC, SUBMISSIONS, code_cells, fast_rubric_file, write_notebook
+
+pytestmark = pytest.mark.usefixtures("toy_site")  # two units installed, as in a course: module 11 still grades with no --module
 
 GOLDEN = Path(__file__).parent / "golden"
 SUBMISSION_FILES = sorted(p for p in SUBMISSIONS.iterdir() if p.suffix in (".ipynb", ".py"))
@@ -196,8 +198,8 @@ def test_what_the_hidden_phase_does_never_reaches_visible_feedback(tmp_path: Pat
     from .fakes import InProcessSandbox
 
     path = SUBMISSIONS / "correct_tinytorch.ipynb"
-    with Grader(backend=InProcessSandbox(), seed=3) as normal, \
-            Grader(backend=_CutAfterVisiblePhase(InProcessSandbox()), seed=3) as cut:
+    with Grader(EMBEDDINGS_RUBRIC, backend=InProcessSandbox(), seed=3) as normal, \
+            Grader(EMBEDDINGS_RUBRIC, backend=_CutAfterVisiblePhase(InProcessSandbox()), seed=3) as cut:
         want, got = normal.grade(path), cut.grade(path)
     hidden = {c.id for c in cut.rubric.checks if not c.public}
     assert hidden and {c.id: c.status for c in got.checks if c.id in hidden} == dict.fromkeys(hidden, "timeout")

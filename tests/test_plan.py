@@ -64,12 +64,15 @@ def test_only_the_chosen_checks_are_planned_in_rubric_order(rubric: Rubric) -> N
 
 
 def test_the_job_holds_no_expected_value_and_hides_the_seed_from_numpy(rubric: Rubric) -> None:
-    """Only probe names and inputs cross into the sandbox; the numpy seed is derived, not the seed."""
-    assert set(Job.model_fields) == {"module", "probes", "seed", "numpy_seed", "parallel", "import_timeout_s",
+    """Only the unit's probes (public code), probe names and inputs cross into the sandbox; the numpy
+    seed is derived, not the seed."""
+    assert set(Job.model_fields) == {"module", "probes", "probe_files", "seed", "numpy_seed", "parallel", "import_timeout_s",
                                      "total_timeout_s", "checks"}
     assert set(PlannedCheck.model_fields) == {"id", "probe", "timeout_s", "inputs", "visible"}
     job = plan(rubric, rubric.checks, 9)
     assert "expected" not in job.model_dump_json()
+    probes_dir = modules.get(rubric.module).probes_dir
+    assert job.probe_files and {probes_dir / rel for rel in job.probe_files} == set(probes_dir.rglob("*.py"))
     assert job.numpy_seed != job.seed and plan(rubric, rubric.checks, 10).numpy_seed != job.numpy_seed
 
 

@@ -26,7 +26,7 @@ from grader.rubric import load_rubric
 from grader.settings import settings
 from grader.shipped import ShippedOracle
 
-from .conftest import SUBMISSIONS
+from .conftest import ROOT, SUBMISSIONS, TOY_UNIT
 from .packaging import SERVER_PACKAGES, Venv, make_venv, outer_packages
 
 UNIT = modules.get("embeddings")
@@ -80,6 +80,40 @@ def test_the_public_rubric_keeps_exactly_the_visible_checks() -> None:
 # ---- the wheel itself (slow: builds it, installs it into a fresh environment) ------------------------
 
 
+def test_a_units_staff_only_folders_stay_out_of_the_student_tree(tmp_path: Path) -> None:
+    """The unit's own declaration (``staff_only``) says what the student package drops: here a unit
+    of this distribution with golden submissions (solutions), reviewed mutants, tests and a note."""
+    import shutil
+
+    from grader.dist.build import stage_student_tree
+    from grader.modules import ModuleUnit
+
+    root = tmp_path / "root"
+    ignore = shutil.ignore_patterns("__pycache__")
+    for rel in ("grader", "reference/runtime", "packaging"):
+        shutil.copytree(ROOT / rel, root / rel, ignore=ignore)
+    unit_dir = root / "grader" / "modules" / "toyunit"
+    shutil.copytree(TOY_UNIT, unit_dir, ignore=ignore)
+    (unit_dir / "tests").mkdir()
+    (unit_dir / "tests" / "test_relu.py").write_text("def test_it():\n    pass\n", encoding="utf-8")
+    (unit_dir / "notes.md").write_text("the answers\n", encoding="utf-8")
+    unit = ModuleUnit(name="relu", package="grader.modules.toyunit", examples="examples",
+                      equivalents="mutants/equivalent.toml", staff_only=(*ModuleUnit.staff_only, "notes.md"))
+    staged = stage_student_tree(tmp_path / "src", root, [unit]) / "grader" / "modules" / "toyunit"
+    left = sorted(p.relative_to(staged).as_posix() for p in staged.rglob("*") if p.is_file())
+    assert left == ["__init__.py", "judge/__init__.py", "probes/__init__.py", "rubric.toml"]
+
+
+def test_a_unit_must_declare_its_solutions_staff_only() -> None:
+    from grader.errors import ModuleUnitError
+    from grader.modules import ModuleUnit
+
+    with pytest.raises(ModuleUnitError, match=r"examples \(goldens\) must be in staff_only"):
+        ModuleUnit(name="relu", package="toy_relu", examples="goldens")
+    with pytest.raises(ModuleUnitError, match="reference"):
+        ModuleUnit(name="relu", package="toy_relu", staff_only=("examples",))
+
+
 @pytest.fixture(scope="module")
 def student_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_student_wheel(tmp_path_factory.mktemp("student-wheel"))
@@ -105,6 +139,8 @@ def test_the_student_wheel_holds_no_solution_and_no_hidden_check(student_wheel: 
     files = wheel_files(student_wheel)
     names = list(files)
     assert not [n for n in names if "/reference/solution" in n or n.endswith("solution.py")]
+    unit_files = [n.split("/", 3)[3] for n in names if n.startswith("grader/modules/") and n.count("/") > 3]
+    assert not [n for n in unit_files if n.split("/")[0] in UNIT.staff_only]  # its declaration, e.g. mutants/
     assert not [n for n in names if n.startswith(("grader/batch/", "grader/export/", "grader/dist/", "grader/image.py"))]
     text = {n: data.decode("utf-8", "replace") for n, data in files.items()}
     code = solution_lines()

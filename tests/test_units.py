@@ -29,6 +29,32 @@ def _notebook(tmp: Path, name: str, source: str) -> Path:
     return write_notebook(tmp / f"{name}.ipynb", [source])
 
 
+def _digest(folder: Path) -> str:
+    import hashlib
+
+    h = hashlib.sha256()
+    for path in sorted(p for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+        h.update(path.relative_to(folder).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def test_the_toy_unit_plugs_in_with_no_core_change(tmp_path: Path) -> None:
+    """Adding a unit is its own folder and one entry point: installed from a copy outside the
+    repository, it is found, chooses itself for its notebooks with no --module, and grades, while
+    nothing in the core is edited or written (no registry, no generated file, no shared runtime)."""
+    from .conftest import TOY_UNIT, unit_installed
+
+    core = {name: _digest(ROOT / name) for name in ("grader", "reference")}
+    assert sorted(p.name for p in TOY_UNIT.iterdir() if p.name != "__pycache__") == [
+        "__init__.py", "examples", "judge", "mutants", "probes", "reference", "rubric.toml"]
+    with unit_installed(tmp_path / "site"), Session() as session:
+        report = session.grade(_notebook(tmp_path, "relu", CORRECT))
+        module_11 = session.grade(ROOT / "submissions" / "correct_tinytorch.ipynb")
+    assert (report.rubric_id, report.score) == ("toy-relu", 10)
+    assert module_11.score == module_11.max_score
+    assert {name: _digest(ROOT / name) for name in core} == core
+
+
 def test_the_toy_unit_is_discovered_through_the_entry_point(toy_site: Path) -> None:
     units = modules.installed()
     assert units["relu"].package == "toy_relu" and units["relu"].root == toy_site / "toy_relu"
@@ -70,6 +96,45 @@ def test_the_command_line_chooses_among_installed_modules(toy_site: Path, tmp_pa
                    "--json", str(tmp_path / "r.json"))
     assert chosen.returncode == 1, chosen.stderr  # graded as relu: its negatives stay negative
     assert json.loads((tmp_path / "r.json").read_text())["rubric_id"] == "toy-relu"
+
+
+def test_the_toy_unit_is_mutation_tested_with_its_own_material(toy_site: Path) -> None:
+    """``grader selftest --mutants --module relu``: the toy's reference and its own golden notebook
+    (examples/), its own reviewed equivalents (mutants/), its generation the rubric's default."""
+    env = {**os.environ, "PYTHONPATH": str(toy_site), "GRADER_NO_DAEMON": "1"}
+    run = subprocess.run([sys.executable, "-m", "grader.cli", "selftest", "--mutants", "--module", "relu"], env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stdout + run.stderr
+    out = " ".join(run.stdout.split())
+    assert "from 2 source(s)" in out and "correct_relu course" in out and "every non-equivalent mutant was killed" in out
+
+
+def test_a_course_admin_finds_a_modules_parts_and_grades_with_an_edited_rubric(toy_site: Path, tmp_path: Path) -> None:
+    """``grader modules`` lists both units with their rubrics; ``grader modules 11`` says where each
+    part is; ``--copy-rubrics rubrics/`` writes NN_name.toml copies, and ``--rubric`` grades with one."""
+    env = {**os.environ, "GRADER_NO_DAEMON": "1"}
+
+    def grader(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "grader.cli", *args], env=env, capture_output=True, text=True,
+                              timeout=180, cwd=tmp_path)
+
+    listed = grader("modules")
+    assert listed.returncode == 0, listed.stderr
+    rows = [line.split() for line in listed.stdout.splitlines()]
+    assert rows == [["-", "relu", str(toy_site / "toy_relu" / "rubric.toml")],
+                    ["11", "embeddings", str(ROOT / "grader" / "modules" / "embeddings" / "rubric.toml")]]
+    one = grader("modules", "11_embeddings")
+    assert f"reviewed equivalent mutants: {ROOT / 'grader/modules/embeddings/mutants/equivalent.toml'}" in \
+        " ".join(one.stdout.split())
+    assert grader("modules", "--copy-rubrics", "rubrics").returncode == 0
+    assert sorted(p.name for p in (tmp_path / "rubrics").iterdir()) == ["11_embeddings.toml", "relu.toml"]
+    copy = tmp_path / "rubrics" / "relu.toml"
+    copy.write_text(copy.read_text(encoding="utf-8").replace("points = 6", "points = 16"), encoding="utf-8")
+    graded = grader("grade", "--rubric", str(copy), str(_notebook(tmp_path, "correct", CORRECT)), "--json", "r.json")
+    assert graded.returncode == 0, graded.stderr
+    assert json.loads((tmp_path / "r.json").read_text())["max_score"] == 20
+    unknown = grader("modules", "12")
+    assert unknown.returncode == 2 and "no course module '12' is installed" in unknown.stderr
 
 
 # Generic words that contain a module-11 word, each with why it is not about the course module.

@@ -3,7 +3,8 @@
 - staff (``tinytorch-grader``): the tree as it is, ``pip wheel`` of the checkout.
 - student (``tinytorch-grader-student``): a staging copy of the tree without what students must not
   have or do not need, built with the same hatchling configuration:
-  - no reference solution of any course module (``<unit>/reference/``);
+  - no staff-only folder of any course module, by the unit's own declaration (``ModuleUnit.staff_only``:
+    its reference solution, its golden submissions, its reviewed mutants, its tests);
   - each rubric keeps only its public (``visible``) checks: the hidden checks' ids, inputs and
     hints stay with the staff;
   - no staff tools: batch grading, gradebook exports, feedback pages, the Docker image build, the
@@ -22,6 +23,7 @@ import subprocess
 import sys
 import tempfile
 import tomllib
+from collections.abc import Iterable
 from pathlib import Path
 
 from .. import modules
@@ -52,22 +54,30 @@ def build_student_wheel(out: Path) -> Path:
         return _pip_wheel(stage_student_tree(Path(tmp) / "src"), out)
 
 
-def stage_student_tree(dest: Path) -> Path:
+def stage_student_tree(dest: Path, root: Path | None = None, units: Iterable[modules.ModuleUnit] | None = None) -> Path:
+    """The student package's source tree, staged in ``dest`` from ``root`` (default: this checkout)
+    for ``units`` (default: every installed one; those of other distributions are skipped)."""
+    root = ROOT if root is None else root
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", ".*")
-    shutil.copytree(ROOT / "grader", dest / "grader", ignore=ignore)
-    shutil.copytree(ROOT / "reference" / "runtime", dest / "reference" / "runtime", ignore=ignore)
-    shutil.copytree(ROOT / "packaging", dest / "packaging", ignore=ignore)
+    shutil.copytree(root / "grader", dest / "grader", ignore=ignore)
+    shutil.copytree(root / "reference" / "runtime", dest / "reference" / "runtime", ignore=ignore)
+    shutil.copytree(root / "packaging", dest / "packaging", ignore=ignore)
     for name in STAFF_ONLY:
         path = dest / "grader" / name
         if path.is_dir():
             shutil.rmtree(path)
         elif path.exists():
             path.unlink()
-    for unit in modules.installed().values():
-        staged = dest / unit.root.relative_to(ROOT)
+    for unit in modules.installed().values() if units is None else units:
+        staged = dest.joinpath(*unit.package.split("."))
         if not staged.is_dir():
             continue  # a unit of another distribution: not ours to ship
-        shutil.rmtree(staged / "reference", ignore_errors=True)
+        for rel in unit.staff_only:
+            path = staged / rel
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            elif path.exists() or path.is_symlink():
+                path.unlink()
         rubric = staged / "rubric.toml"
         rubric.write_text(public_rubric(rubric.read_text(encoding="utf-8")), encoding="utf-8")
     edition = dest / "grader" / "edition.py"

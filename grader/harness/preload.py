@@ -1,6 +1,6 @@
-"""Import everything a job may need before any job exists: numpy, the harness, every unit's
-probes and every course runtime in the bundle. A sandbox then never reads the bundle again, and
-each job costs a fork, not imports."""
+"""Import everything a job may need before any job exists: numpy, the harness and every course
+runtime in the bundle. A sandbox then never reads the bundle again, and each job costs a fork and
+its unit's probes (which come with the job, grader/harness/unitfiles.py), not imports."""
 
 from __future__ import annotations
 
@@ -25,14 +25,14 @@ def preload() -> None:
     import numpy
     import numpy.random  # noqa: F401
 
-    from . import isolate, probes, run, runners, seccomp, selftest, supervisor  # noqa: F401
+    from . import isolate, probes, run, runners, seccomp, selftest, supervisor, unitfiles  # noqa: F401
 
     try:
         seccomp.library()  # loaded once here rather than by every job
     except OSError:
         pass  # the job's own setup reports it
     _import_tree(probes.__name__)
-    _import_tree("grader.modules")  # every unit's probes (the bundle holds nothing else there)
+    _import_tree("grader.modules")  # a unit's own bundle (its reference worker) holds its probes there
     bundle = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     for entry in sorted(os.listdir(bundle)):  # the course runtimes: every other top-level package
         if entry != "grader" and os.path.isfile(os.path.join(bundle, entry, "__init__.py")):

@@ -20,6 +20,7 @@ from .npyio import write_arrays
 from .probes.common import RAISED, take_caught
 from .records import stamped, status_file
 from .runners import Runners
+from .unitfiles import install
 
 # Bound before any student code runs, so that rebinding os.* later cannot reach the harness.
 _exit, _replace, _monotonic = os._exit, os.replace, time.monotonic
@@ -89,6 +90,7 @@ def _prepare(job: dict[str, Any]) -> dict[str, Any]:
     np.random.seed(int(job.get("numpy_seed", job.get("seed", 0))) % 2**32)
     from .probes import load_probes
 
+    install(job["probes"], job.get("probe_files") or {})  # before any student code: the unit comes with the job
     return load_probes(job["probes"])
 
 

@@ -3,19 +3,25 @@
 A unit is one Python package holding everything one course module needs (docs/NEW_MODULE.md):
 
 - ``rubric.toml``: the checks, points, visibility, timeouts, tolerances and hints;
-- ``probes/``: sandbox-side code that calls the student's objects and returns plain data. It is
-  copied into the sandbox bundle at its own import path, so it may import ``grader.harness.probes``
-  and nothing else of the grader;
-- ``judge/``: host-side ``COMPARATORS``, ``DIAGNOSES`` and ``NOT_APPLICABLE`` (see grader.judge);
+- ``probes/``: sandbox-side code that calls the student's objects and returns plain data. It
+  travels with each job into the sandbox and is imported there at its own import path
+  (grader/harness/unitfiles.py), so it may import ``grader.harness.probes`` and nothing else of
+  the grader;
+- ``judge/``: host-side ``COMPARATORS``, ``DIAGNOSES``, ``NOT_APPLICABLE`` and the optional hooks
+  (grader.judge.rules); the host side imports ``grader.unit`` and nothing else of the grader;
 - ``reference/solution.py``: the trusted reference solution (staff only, never in a sandbox);
 - ``public_expected/``: the public checks' expected outputs, made from the reference by
   ``python -m grader.dist refresh``, for the student package, which has no reference;
 - the course runtime it runs on (``runtime``, a package of ``reference/runtime``), and how to find
   a student's work (``notebook_names``);
-- optionally, golden submissions (``examples``).
+- optionally, golden submissions (``examples``) and the reviewed equivalent mutants
+  (``equivalents``) that ``grader selftest --mutants`` reads;
+- which of its folders only the staff have (``staff_only``): the student package leaves them out
+  and no sandbox can read them.
 
-The core never names a unit. With one unit installed it is the default; with several, the front
-ends' ``--module`` chooses. A course ships its own units as a separate distribution that declares
+The core never names a unit. Which unit grades a submission is decided in one place
+(grader.modules.choose); ``grader modules`` lists them and where their parts are.
+A course ships its own units as a separate distribution that declares
 ``[project.entry-points."tinytorch_grader.modules"] name = "package:UNIT"``.
 """
 
@@ -49,7 +55,18 @@ class ModuleUnit:
     number: int | None = None  # the course's numbering (it may shift between course versions)
     runtime: str = "tinytorch"  # the course runtime package its probes and students import
     notebook_names: tuple[str, ...] = ()  # learner files, preferred first; default from number and name
-    examples: str | None = None  # golden submissions, relative to the unit's package
+    examples: str | None = None  # golden submissions (correct_*.ipynb ...), relative to the unit's package
+    equivalents: str | None = None  # reviewed equivalent mutants (TOML), relative to the unit's package
+    # Folders (or files) of the package that only the staff have, relative to it: the student wheel
+    # drops them (grader/dist/build.py) and every sandbox hides them. They must cover the reference
+    # solution, the golden submissions and the reviewed equivalents (checked when the unit is made).
+    staff_only: tuple[str, ...] = ("reference", "examples", "mutants", "tests")
+
+    def __post_init__(self) -> None:
+        for what, rel in (("reference", "reference"), ("examples", self.examples), ("equivalents", self.equivalents)):
+            if rel is not None and not any(rel == s or rel.startswith(s.rstrip("/") + "/") for s in self.staff_only):
+                raise ModuleUnitError(f"module unit {self.name!r}: its {what} ({rel}) must be in staff_only "
+                                      f"{self.staff_only}: the student package would ship it")
 
     @property
     def root(self) -> Path:
@@ -81,10 +98,19 @@ class ModuleUnit:
         return self.root / "public_expected"
 
     @property
+    def examples_dir(self) -> Path | None:
+        return self.root / self.examples if self.examples else None
+
+    @property
+    def equivalents_path(self) -> Path | None:
+        return self.root / self.equivalents if self.equivalents else None
+
+    @property
     def staff_paths(self) -> tuple[Path, ...]:
-        """What no sandbox may show: the rubric, the reference solution, the shipped expected outputs
-        (those of them that this install has: the student package has no reference)."""
-        return tuple(p for p in (self.rubric_path, self.reference_path.parent, self.expected_dir) if p.exists())
+        """What no sandbox may show: the rubric, the shipped expected outputs and every staff-only
+        folder (those of them that this install has: the student package has none)."""
+        candidates = (self.rubric_path, self.expected_dir, *(self.root / rel for rel in self.staff_only))
+        return tuple(p for p in candidates if p.exists())
 
     @property
     def file_names(self) -> tuple[str, ...]:
@@ -93,6 +119,12 @@ class ModuleUnit:
             return self.notebook_names
         stem = f"{self.number:02d}_{self.name}" if self.number is not None else self.name
         return (f"{stem}.ipynb", f"{self.name}.ipynb", f"{self.name}_dev.ipynb", f"{stem}.py")
+
+    def probe_files(self) -> dict[str, str]:
+        """The probes package's source files (path inside it → text): what a job carries into the
+        sandbox, whose bundle holds no unit (grader/harness/unitfiles.py)."""
+        return {f.relative_to(self.probes_dir).as_posix(): f.read_text(encoding="utf-8")
+                for f in sorted(self.probes_dir.rglob("*.py")) if "__pycache__" not in f.parts}
 
     def load_probes(self) -> dict[str, Probe]:
         from ..harness.probes import load_probes
@@ -108,7 +140,8 @@ class ModuleUnit:
                           not_applicable=dict(getattr(judge, "NOT_APPLICABLE", {})),
                           error_cause=getattr(judge, "ERROR_CAUSE", None),
                           generation=getattr(judge, "GENERATION", None),
-                          crash_meaning=getattr(judge, "CRASH_MEANING", None))
+                          crash_meaning=getattr(judge, "CRASH_MEANING", None),
+                          source_generation=getattr(judge, "SOURCE_GENERATION", None))
 
     @property
     def label(self) -> str:

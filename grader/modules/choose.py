@@ -16,7 +16,8 @@ The precedence, first that decides wins:
 4. ``course``: the front end's own course setting (the pytest ini ``grade_module``, a service
    assignment's ``module``).
 5. The only installed unit, when there is one: installing nothing new changes nothing.
-6. Otherwise ModuleUnitError (exit 2 on every command line), listing the installed modules.
+6. Otherwise the file's own load error if it does not load, else ModuleUnitError (exit 2 on
+   every command line), listing the installed modules.
 
 Standing defaults (3, 4) come after the notebook's own word because they apply to every notebook
 of a folder or a course, and a notebook that says what it is knows better. A named module that
@@ -99,6 +100,7 @@ def choose_module(source: str | Path | Submission | None = None, explicit: str |
                               "entry point (the grader's own distribution provides one)")
     if source is None:
         raise ModuleUnitError(f"several course modules are installed ({_listed(units)}): choose one with --module NAME")
+    _raise_load_error(source)  # a file that does not load says so, whichever module it was meant for
     raise ModuleUnitError(f"cannot tell which course module {_name(source)} is: it names none (no `#| default_exp` "
                           "line, no NN_name file or folder) and defines none of their names; installed: "
                           f"{_listed(units)}; choose one with --module NAME")
@@ -154,6 +156,22 @@ def _read(source: str | Path | Submission) -> tuple[Path | None, str]:
     except (GraderError, OSError):
         return path, ""
     return path, "\n".join(c.source for c in submission.cells)
+
+
+def _raise_load_error(source: str | Path | Submission) -> None:
+    """The file's own load error (LoadError and kin), if it has one: what to fix first."""
+    from ..models import Submission
+
+    if isinstance(source, Submission):
+        return
+    from ..load import load_submission
+
+    try:
+        load_submission(Path(source))
+    except OSError:
+        return  # grading it says what is wrong with the path
+    except GraderError as e:
+        raise e from None
 
 
 def _name(source: str | Path | Submission | None) -> str:

@@ -1,11 +1,15 @@
-"""The sandbox bundle: the harness, every installed unit's probes and the course runtimes, and
-nothing else; or one unit's bundle (its probes and runtime), whose hash keys that unit's caches.
+"""The sandbox bundle: the harness and the course runtimes, and nothing else; or one unit's bundle
+(the harness, its probes and its runtime), whose hash keys that unit's caches.
 
-It is what student code may import besides numpy. Files keep their import paths
-(``grader/harness/...``, ``grader/modules/<name>/probes/...``, ``tinytorch/...``), so a unit's
-probes import the probe interface the same way on the host and in the sandbox. Every package
-above them is an empty ``__init__.py``: the reference solutions, the rubrics, the judges and the
-rest of the grader are deliberately not in it. Cached by content hash.
+It is what student code may import besides numpy. The shared bundle (``ensure_bundle()``) is what
+the local zygote runs from and what the Docker image holds: it has **no unit** in it, so installing
+or editing a unit moves neither (only the harness or a runtime does). A job brings its own unit's
+probes as text (``Job.probe_files``, served by grader/harness/unitfiles.py at their import path).
+A unit's own bundle (``ensure_bundle(name)``) is what its trusted reference worker runs from, and
+``bundle_hash(name)`` keys its reference cache and its shipped expected outputs. Files keep their
+import paths (``grader/harness/...``, ``grader/modules/<name>/probes/...``, ``tinytorch/...``);
+every package above them is an empty ``__init__.py``: the reference solutions, the rubrics, the
+judges and the rest of the grader are deliberately not in it. Cached by content hash.
 """
 
 from __future__ import annotations
@@ -28,27 +32,31 @@ def _tree(base: Path, prefix: str) -> list[tuple[str, bytes]]:
 
 
 def _sources(module: str | None = None) -> list[tuple[str, bytes]]:
-    """(path inside the bundle, content) for every file the bundle holds: of every installed unit,
-    or of ``module``'s alone (the harness, its probes, its runtime)."""
+    """(path inside the bundle, content) for every file the bundle holds: the harness and the
+    runtimes of every installed unit (no unit's probes), or of ``module`` alone (the harness, its
+    probes, its runtime)."""
     from .. import modules
 
     files: dict[str, bytes] = {"grader/__init__.py": STUB}
     files.update(_tree(harness_parent() / "harness", "grader/harness"))
-    runtimes = set()
-    for unit in (modules.installed().values() if module is None else [modules.get(module)]):
+    if module is None:
+        runtimes = {unit.runtime for unit in modules.installed().values()}
+    else:
+        unit = modules.get(module)
         parts = unit.package.split(".")
         for depth in range(1, len(parts) + 1):
             files.setdefault("/".join(parts[:depth]) + "/__init__.py", STUB)
         files.update(_tree(unit.probes_dir, "/".join(parts) + "/probes"))
-        runtimes.add(unit.runtime)
+        runtimes = {unit.runtime}
     for runtime in sorted(runtimes):
         files.update(_tree(runtime_dir() / runtime, runtime))
     return sorted(files.items())
 
 
 def bundle_hash(module: str | None = None) -> str:
-    """The content hash of the bundle (of ``module``'s own, when given: what that unit's expected
-    outputs depend on, so that another unit's change leaves its caches alone)."""
+    """The content hash of the shared bundle (harness and runtimes: the image and the zygote), or of
+    ``module``'s own (what that unit's expected outputs depend on; another unit's change leaves it
+    alone)."""
     return _digest(_sources(module))
 
 
@@ -66,7 +74,7 @@ def _digest(files: Iterable[tuple[str, bytes]]) -> str:
 
 @lru_cache(maxsize=8)
 def ensure_bundle(module: str | None = None) -> Path:
-    """The bundle directory (of every unit, or of ``module``'s alone), made once per content hash."""
+    """The bundle directory (the shared one, or ``module``'s own), made once per content hash."""
     sources = _sources(module)
     expected = _digest(sources)
     dest = cache_root() / f"bundle-{expected}"

@@ -22,7 +22,6 @@ if TYPE_CHECKING:
     from .mutate import Mutant, Source
 
 EXIT_OK, EXIT_GATE, EXIT_USAGE = 0, 1, 2
-EQUIVALENTS = Path("tests") / "mutants" / "equivalent.toml"
 
 
 def add_selftest_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -43,7 +42,7 @@ def add_selftest_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--only", action="append", default=[], metavar="ID", help="grade only this mutant id (repeatable)")
     p.add_argument("--operator", action="append", default=[], metavar="OP", help="grade only this operator (repeatable)")
     p.add_argument("--equivalents", type=Path, metavar="FILE",
-                   help=f"reviewed equivalent survivors (default: {EQUIVALENTS} in the checkout)")
+                   help="reviewed equivalent survivors (default: the unit's own, its `equivalents` file)")
     p.add_argument("--rubric", type=Path, help="rubric .toml (default: the installed course module's)")
     p.add_argument("--module", metavar="NAME", help="the course module (default: the one the first SOURCE says, else "
                                                     "the only one installed)")
@@ -52,25 +51,34 @@ def add_selftest_parser(subparsers: Any) -> argparse.ArgumentParser:
     return p
 
 
-def _checkout() -> Path:
-    """The source checkout this package runs from, else the current folder."""
-    here = Path(__file__).resolve().parents[2]
-    return here if (here / EQUIVALENTS).is_file() else Path.cwd()
-
-
-def examples_dir(module: str) -> Path:
+def examples_dir(module: str) -> Path | None:
     """The course module's golden submissions: its unit's ``examples``, else ``submissions/`` of the
-    source checkout this package runs from, or of the current folder."""
+    source checkout this package runs from, or of the current folder (of which only the notebooks
+    that choose_module says are this module's count); None when there are none."""
     from .. import modules
 
     unit = modules.get(module)
-    if unit.examples:
-        return unit.root / unit.examples
+    if unit.examples_dir is not None:
+        return unit.examples_dir
     for root in (Path(__file__).resolve().parents[2], Path.cwd()):
         if (root / "submissions").is_dir():
             return root / "submissions"
-    raise SelftestError("no golden submissions found (the unit names none and there is no submissions/ folder); "
-                        "run it from the grader's repository or name the sources to mutate")
+    return None
+
+
+def golden_notebooks(module: str) -> list[Path]:
+    """The correct golden notebooks (``correct_*.ipynb``) that are this module's."""
+    from ..modules.choose import choose_module
+
+    folder = examples_dir(module)
+    found = []
+    for path in sorted(folder.glob("correct_*.ipynb")) if folder is not None else []:
+        try:
+            if choose_module(path).name == module:
+                found.append(path)
+        except GraderError:  # it says no module, or another: not this module's golden notebook
+            continue
+    return found
 
 
 def selftest_command(args: argparse.Namespace) -> int:
@@ -98,15 +106,19 @@ def default_sources(module: str) -> list[Source]:
     from .. import modules
     from .mutate import load_source
 
-    notebooks = sorted(examples_dir(module).glob("correct_*.ipynb"))
-    return [load_source(modules.get(module).reference_path, "reference", name=module), *(load_source(p) for p in notebooks)]
+    notebooks = golden_notebooks(module)
+    guess = modules.get(module).judge_rules().source_generation
+    return [load_source(modules.get(module).reference_path, "reference", name=module),
+            *(load_source(p, guess=guess) for p in notebooks)]
 
 
 def _sources(args: argparse.Namespace, module: str) -> tuple[list[Source], bool]:
+    from .. import modules
     from .mutate import load_source
 
     if args.sources:
-        return [load_source(p) for p in args.sources], False
+        guess = modules.get(module).judge_rules().source_generation
+        return [load_source(p, guess=guess) for p in args.sources], False
     return default_sources(module), True
 
 
@@ -132,7 +144,7 @@ def _run(args: argparse.Namespace, console: Console, errors: Console) -> int:
 
     if args.equivalents is not None and not args.equivalents.is_file():
         raise SelftestError(f"--equivalents {args.equivalents}: no such file; give the reviewed equivalents TOML "
-                            f"(the checkout's is {EQUIVALENTS})")
+                            "(the unit's own is its `equivalents` file)")
     if args.rubric is None:
         from ..modules.choose import choose_module
 
@@ -146,8 +158,10 @@ def _run(args: argparse.Namespace, console: Console, errors: Console) -> int:
         for m in chosen:
             console.print(f"{m.id}\t{m.where}\t{_short(m.before)} → {_short(m.after)}", markup=False, soft_wrap=True)
         return EXIT_OK
-    equivalents_path = args.equivalents or (_checkout() / EQUIVALENTS)
-    equivalents = load_equivalents(equivalents_path)
+    from .. import modules
+
+    equivalents_path = args.equivalents or modules.get(rubric.module).equivalents_path
+    equivalents = load_equivalents(equivalents_path) if equivalents_path is not None else {}
     started = time.monotonic()
     outcomes = _grade(args, rubric, sources, chosen, errors)
     summary = summarize(outcomes, equivalents, generated, every_source=every_source)
@@ -208,7 +222,7 @@ def unasked_equivalents(path: Path) -> set[str]:
         return set()
 
 
-def report(summary: Summary, equivalents_path: Path, console: Console) -> None:
+def report(summary: Summary, equivalents_path: Path | None, console: Console) -> None:
     """The kill rates per source and per generation, then every survivor and every stale reviewed entry."""
     from rich.markup import escape
     from rich.table import Table
@@ -222,13 +236,15 @@ def report(summary: Summary, equivalents_path: Path, console: Console) -> None:
         table.add_row(escape(tally.label), escape(tally.generation), str(tally.total), str(tally.killed),
                       str(tally.equivalent), str(survived), _rate(tally.rate), str(tally.hidden_only))
     console.print(table)
-    unasked = unasked_equivalents(equivalents_path)
+    unasked = unasked_equivalents(equivalents_path) if equivalents_path is not None else set()
     if unasked:
         console.print(f"{len(unasked)} of the reviewed equivalents change only what the assignment never asks for "
                       "(unasked = true): the kill rate is a rate on asked behaviour")
     if summary.survivors:
+        where = str(equivalents_path) if equivalents_path else "the unit's equivalents file, which it does not declare"
         console.print(f"\n[bold red]{len(summary.survivors)} mutant(s) survived[/] (not listed in "
-                      f"{escape(str(equivalents_path))}): add a check that catches each, or list it there with the "
+                      f"{escape(where)}): "
+                      "add a check that catches each, or list it there with the "
                       "reason it is equivalent")
         for o in summary.survivors:
             m = o.mutant

@@ -1,7 +1,7 @@
 """Grade mutants, hold them against the reviewed equivalents, and sum up the kill rates.
 
 A mutant is killed when at least one check does not pass. A survivor is either listed as
-equivalent in the reviewed file (``tests/mutants/equivalent.toml``), with the reason no student
+equivalent in the unit's reviewed file (``ModuleUnit.equivalents``), with the reason no student
 could be wrong that way, or it is a gap in the checks: the gate fails.
 """
 

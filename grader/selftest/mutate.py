@@ -16,7 +16,7 @@ import copy
 import difflib
 import json
 import random
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -73,9 +73,14 @@ class Mutant:
         return self.source.write(directory, (self.cell or 1) - 1, self.code, stem)
 
 
-def load_source(path: Path, generation: str | None = None, name: str | None = None) -> Source:
-    """Read a ``.py`` or ``.ipynb`` source; its generation is guessed from its code unless given.
-    ``name`` (default: the file's stem) starts the ids of its mutants."""
+DEFAULT_GENERATION = "course"  # a source's generation when neither the caller nor the unit says one
+
+
+def load_source(path: Path, generation: str | None = None, name: str | None = None,
+                guess: Callable[[Sequence[str]], str | None] | None = None) -> Source:
+    """Read a ``.py`` or ``.ipynb`` source. Its generation: ``generation``, else what ``guess`` (the
+    unit's ``SOURCE_GENERATION``, grader.judge.rules) reads from its code cells, else
+    ``DEFAULT_GENERATION``. ``name`` (default: the file's stem) starts the ids of its mutants."""
     try:
         raw = path.read_text(encoding="utf-8")
     except OSError as e:
@@ -91,21 +96,12 @@ def load_source(path: Path, generation: str | None = None, name: str | None = No
         cells = ((0, raw),)
     else:
         raise SelftestError(f"{path}: unsupported file type; give a .py or .ipynb file")
-    source = Source(name or path.stem, path, "", cells, notebook)
-    return Source(source.name, path, generation or guess_generation(source), cells, notebook)
+    generation = generation or (guess([code for _, code in cells]) if guess else None) or DEFAULT_GENERATION
+    return Source(name or path.stem, path, generation, cells, notebook)
 
 
 def _text(src: Any) -> str:
     return "".join(src) if isinstance(src, list) else str(src)
-
-
-def guess_generation(source: Source) -> str:
-    """'newer' when the student writes a Function subclass with its own ``backward``, else 'older'."""
-    for _cell, node in _top_level_defs(source).values():
-        if isinstance(node, ast.ClassDef) and _is_function_class(node) and any(
-                isinstance(b, ast.FunctionDef) and b.name == "backward" for b in node.body):
-            return "newer"
-    return "older"
 
 
 def _parsed_cells(source: Source) -> Iterable[tuple[int, str, ast.Module]]:

@@ -42,7 +42,7 @@ def main() -> None:
     try:
         for code in spec["codes"]:
             work = Path(tempfile.mkdtemp(prefix="tt-job-"))
-            job = Job(module="embeddings", probes="grader.modules.embeddings.probes", seed=0,
+            job = Job(module="embeddings", probes="grader.harness.probes", seed=0,
                       import_timeout_s=spec.get("import_timeout_s", 15),
                       total_timeout_s=spec.get("total_timeout_s", 20), checks=())
             started = time.monotonic()

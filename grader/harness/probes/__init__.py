@@ -7,6 +7,10 @@ A probe has three parts:
   plain outputs: ndarrays (compared numerically) and facts (str/int/float/bool/None/lists).
   Outputs named ``aux_*`` are context for the judge's diagnoses (what the student's own Layer
   returns, say) and are never compared with the reference's.
+
+This package is the one face of the grader a unit's probes import (the sandbox side; the host side
+imports ``grader.unit``): the probe interface and the helpers of ``common`` that drive student
+objects without trusting their types. Its ``__all__`` is pinned (tests/test_unit_api.py).
 """
 
 from __future__ import annotations
@@ -17,6 +21,54 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+from .common import (
+    FOREIGN,
+    NOT_A_TENSOR,
+    ProbeError,
+    as_array,
+    attempt,
+    caught,
+    dyadic,
+    exception_name,
+    fmt,
+    grad_of,
+    held_tensors,
+    inject,
+    parameters_of,
+    raised,
+    shape_of,
+    takes_parameter,
+    tensor_class,
+    token_ids,
+)
+
+__all__ = [
+    "FOREIGN",
+    "NOT_A_TENSOR",
+    "Inputs",
+    "Outputs",
+    "Probe",
+    "ProbeError",
+    "as_array",
+    "attempt",
+    "caught",
+    "decode_inputs",
+    "dyadic",
+    "encode_inputs",
+    "exception_name",
+    "fmt",
+    "grad_of",
+    "held_tensors",
+    "inject",
+    "load_probes",
+    "parameters_of",
+    "raised",
+    "shape_of",
+    "takes_parameter",
+    "tensor_class",
+    "token_ids",
+]
 
 Inputs = dict[str, Any]
 Outputs = dict[str, Any]

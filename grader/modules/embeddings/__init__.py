@@ -4,6 +4,7 @@ Both course generations are graded with one rubric: the older (MLSysBook/TinyTor
 (cs249r_book, with ``start_pos`` and student-written backward functions). See rubric.toml.
 """
 
-from ...modules import ModuleUnit
+from grader.unit import ModuleUnit
 
-UNIT = ModuleUnit(name="embeddings", package=__name__, number=11, runtime="tinytorch")
+UNIT = ModuleUnit(name="embeddings", package=__name__, number=11, runtime="tinytorch",
+                  equivalents="mutants/equivalent.toml")

@@ -13,10 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from ....channel import CheckOutput
-from ....harness.probes.common import NOT_A_TENSOR
-from ....judge import uniform
-from ....judge.compare import Cause, Diagnosis, Mismatch, close
+from grader.unit import NOT_A_TENSOR, Cause, CheckOutput, Diagnosis, Mismatch, close, judge_draw, likely_cause
+
 from ..probes import IN_GRAPH
 from . import api as embeddings_api
 from . import crashes, layout, returned, scale, sinusoid
@@ -552,7 +550,7 @@ def emb_xavier(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
               "sqrt(6/V)": math.sqrt(6.0 / v), "sqrt(6/D)": math.sqrt(6.0 / d),
               "sqrt(2/(V+D))": math.sqrt(2.0 / (v + d)), "sqrt(1/D)": math.sqrt(1.0 / d),
               "sqrt(6)/(V+D)": math.sqrt(6.0) / (v + d), "6/(V+D)": 6.0 / (v + d)}
-    return uniform.likely_cause(weight, _xavier_limit(i), others)
+    return likely_cause(weight, _xavier_limit(i), others)
 
 
 def pe_init(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
@@ -563,7 +561,7 @@ def pe_init(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
     others = {"sqrt(6/(max_seq_len+D))": math.sqrt(6.0 / (m + d)), "sqrt(1/D)": math.sqrt(1.0 / d),
               "sqrt(6/D)": math.sqrt(6.0 / d), "sqrt(2/max_seq_len)": math.sqrt(2.0 / m),
               "sqrt(2)/D": math.sqrt(2.0) / d}
-    return uniform.likely_cause(table, _pe_limit(i), others)
+    return likely_cause(table, _pe_limit(i), others)
 
 
 def _xavier_limit(i: Inputs) -> float:
@@ -581,7 +579,7 @@ def _uniform_comparator(limit: Callable[[Inputs], float], formula: Callable[[Inp
         weight = got.arrays.get("weight")
         if weight is None:
             return [Mismatch("weight", f"weight: {got.rejected.get('weight', 'no output')}")]
-        problem = uniform.judge_draw(weight, limit(i), formula(i)).problem
+        problem = judge_draw(weight, limit(i), formula(i)).problem
         return [Mismatch("weight", f"weight: {problem}")] if problem else []
 
     return compare_draw
@@ -622,3 +620,4 @@ COMPARATORS = {"xavier_bounds": xavier_bounds, "pe_init_bounds": pe_init_bounds}
 NOT_APPLICABLE = embeddings_api.NOT_APPLICABLE
 GENERATION = embeddings_api.generation
 CRASH_MEANING = crashes.meaning
+SOURCE_GENERATION = embeddings_api.source_generation

@@ -6,14 +6,15 @@ when it holds; ``Cause.upstream`` names a check whose failure explains this one.
 
 from __future__ import annotations
 
+import ast
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from ....channel import CheckOutput
-from ....judge.compare import Cause, Diagnosis, close
+from grader.unit import Cause, CheckOutput, Diagnosis, close
+
 from ..probes.api import large_table
 from .scale import gradient_scale
 
@@ -411,6 +412,26 @@ DIAGNOSES: dict[str, Diagnosis] = {
               grad_keeps_weight, pe_bad_shape, layer_sin_too_long, layer_defaults)
 }
 NOT_APPLICABLE: dict[str, Callable[[CheckOutput], str | None]] = {"newer_generation": older_generation}
+
+
+def source_generation(cells: Sequence[str]) -> str | None:
+    """A correct source's generation, from its code (grader selftest --mutants): 'newer' when the
+    student writes a Function subclass with its own ``backward``, else 'older'."""
+    last: dict[str, ast.stmt] = {}  # name -> its last top-level definition
+    for code in cells:
+        try:
+            tree = ast.parse(code)
+        except SyntaxError:
+            continue  # magics and shell lines: analysis cells, never the graded code
+        last.update((node.name, node) for node in tree.body
+                    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef))
+    for node in last.values():
+        if isinstance(node, ast.ClassDef) and any(
+                (b.attr if isinstance(b, ast.Attribute) else b.id if isinstance(b, ast.Name) else "")
+                .endswith("Function") for b in node.bases) and any(
+                isinstance(b, ast.FunctionDef) and b.name == "backward" for b in node.body):
+            return "newer"
+    return "older"
 
 
 def generation(outputs: Mapping[str, CheckOutput]) -> str | None:

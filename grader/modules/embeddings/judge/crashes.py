@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ....judge.crash import shapes
+from grader.unit import shapes
 
 Inputs = dict[str, Any]
 NOT_A_TENSOR = ("a numpy array was used where a Tensor belongs (an ndarray's .data is a raw memoryview, not its "

@@ -7,8 +7,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ....channel import CheckOutput
-from ....judge.compare import Cause, Diagnosis
+from grader.unit import Cause, CheckOutput, Diagnosis
 
 Inputs = dict[str, Any]
 

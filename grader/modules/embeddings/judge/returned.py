@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from ....channel import CheckOutput
+from grader.unit import CheckOutput
 
 # reference/runtime/tinytorch/core/tensor.py, _fit_to_shape: "<node> gave a gradient of shape ... for a tensor of shape ..."
 _ROW_FOR_TABLE = re.compile(r"gave a gradient of shape \((?P<row>[\d, ]*)\) for a tensor of shape \((?P<table>[\d, ]+)\)")

@@ -7,8 +7,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from ....channel import CheckOutput
-from ....judge.compare import close
+from grader.unit import CheckOutput, close
 
 
 def factor(got: np.ndarray | None, base: np.ndarray | None) -> float | None:

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ....judge.compare import close
+from grader.unit import close
 
 BASE = 10000.0
 HALVES = ("the sines fill the first half of the columns and the cosines the second half (concatenated): the "

@@ -12,8 +12,10 @@ from typing import Any
 
 import numpy as np
 
-from ....harness.probes import Inputs, Outputs, Probe
-from ....harness.probes.common import (
+from grader.harness.probes import (
+    Inputs,
+    Outputs,
+    Probe,
     as_array,
     attempt,
     dyadic,
@@ -26,6 +28,7 @@ from ....harness.probes.common import (
     tensor_class,
     token_ids,
 )
+
 from .api import PROBES as API_PROBES
 from .api import own_lookup, own_positions, trainable_rows, type_name
 

@@ -12,9 +12,11 @@ from typing import Any
 
 import numpy as np
 
-from ....harness.probes import Inputs, Outputs, Probe
-from ....harness.probes.common import (
+from grader.harness.probes import (
     FOREIGN,
+    Inputs,
+    Outputs,
+    Probe,
     as_array,
     attempt,
     caught,

@@ -6,8 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from grader.channel import CheckOutput
-from grader.judge.compare import Cause, Mismatch
+from grader.unit import Cause, CheckOutput, Mismatch
 
 
 def _unchanged(got: CheckOutput, expected: CheckOutput, inputs: dict[str, Any]) -> list[Mismatch]:
