@@ -11,8 +11,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .families import FAMILY_BUGS, STYLES
+from .families import FAMILY_BUGS
+from .families import STYLES as FAMILY_STYLES
 from .kinds import HERE, NEWER, OLDER, Bug, Style
+from .redteam import REDTEAM_BUGS, REDTEAM_STYLES
 
 __all__ = ["BUGS", "NEWER", "OLDER", "STYLES", "Bug", "Style", "build"]
 SUBMISSIONS = HERE.parents[1] / "submissions"
@@ -226,7 +228,8 @@ def build(bug: Bug | Style) -> str:
     return json.dumps(nb, indent=1, ensure_ascii=False) + "\n"
 
 
-BUGS = BUGS + FAMILY_BUGS
+BUGS = BUGS + FAMILY_BUGS + REDTEAM_BUGS
+STYLES = FAMILY_STYLES + REDTEAM_STYLES
 
 if __name__ == "__main__":
     entries: tuple[Bug | Style, ...] = (*BUGS, *STYLES)

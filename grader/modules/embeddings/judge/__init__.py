@@ -49,7 +49,7 @@ def _no_gradient(got: CheckOutput) -> str | None:
 def emb_shape(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
     b, t = i["ids_2d"].shape
     if got.facts.get("call_2d") == [b * t, i["dim"]] or got.facts.get("forward_2d") == [b * t, i["dim"]]:
-        return "the batch dimension was flattened away: reshape the result to ids.shape + (embed_dim,)"
+        return FLATTENED
     if got.facts.get("call_2d") != got.facts.get("forward_2d"):
         return "__call__ and forward give different results: __call__ should simply return self.forward(x)"
     empty = got.facts.get("call_empty")
@@ -60,7 +60,13 @@ def emb_shape(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
     return None
 
 
+FLATTENED = "the batch dimension was flattened away: reshape the result to ids.shape + (embed_dim,)"
+
+
 def emb_lookup(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
+    shape = _REJECTED_SHAPE.match(got.rejected.get("rows", ""))
+    if shape and i["ids"].ndim > 1 and int(shape[1]) == i["ids"].size and int(shape[2]) == i["weight"].shape[1]:
+        return FLATTENED
     rows = _arr(got, "rows")
     if rows is None or rows.shape != exp.arrays["rows"].shape:
         return None
@@ -120,7 +126,7 @@ def emb_index_error(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Caus
         causes.append("id -1 was accepted" + (" (numpy silently wraps negative indices to the last row)" if wraps
                                               else "") + ": reject ids < 0")
     if "IndexError" in (at_v, neg):
-        causes.append("numpy's IndexError escaped: validate the ids yourself and raise ValueError")
+        causes.append(_index_error_cause(got, at_v, neg))
     if last not in ("none", None):
         causes.append(f"the last valid id ({i['vocab'] - 1}) raised {last}: valid ids are 0..vocab_size-1")
     mixed = [f"[{ids}]" for name, ids in (("mixed_negative", "-1, 2"), ("mixed_too_big", f"1, {i['vocab']}"))
@@ -133,6 +139,37 @@ def emb_index_error(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Caus
     return "; ".join(causes) or None
 
 
+# The IndexErrors numpy and Python raise themselves (indexing, np.take, lists): any other message is
+# the student's own raise.
+NUMPY_INDEX_ERROR = re.compile(r"index -?\d+ is out of bounds for (axis -?\d+ with )?size \d+")
+LIBRARY_INDEX_ERROR = re.compile(r"^(index -?\d+ is out of bounds for .*|(list|tuple|string) index out of range|"
+                                 r"too many indices for .*|arrays used as indices must be .*|only integers, slices .*)$")
+
+
+def _index_errors(got: CheckOutput) -> list[str]:
+    """The messages of the IndexErrors the probe's calls raised (kept as "kind|type|cell|line|function|message")."""
+    listed = got.facts.get("aux_raised")
+    parts = [str(entry).split("|", 5) for entry in (listed if isinstance(listed, list) else [])]
+    return [p[5] for p in parts if len(p) == 6 and p[1] == "IndexError"]
+
+
+def _index_error_cause(got: CheckOutput, at_v: Any, neg: Any) -> str:
+    """Whose IndexError it was: the student's own raise (the wrong class), or numpy's indexing past
+    the table because the upper check lets id == vocab_size through."""
+    messages = _index_errors(got)
+    if messages and not any(LIBRARY_INDEX_ERROR.match(m.strip()) for m in messages):
+        return ("your own check raises IndexError: the assignment asks for ValueError, raise ValueError(...) for an "
+                "id outside 0..vocab_size-1")
+    numpy_raised = bool(messages) and all(NUMPY_INDEX_ERROR.match(m.strip()) for m in messages)
+    if neg == "ValueError" and at_v == "IndexError" and numpy_raised:
+        return ("id -1 is refused with your ValueError, but id == vocab_size got past your check to numpy's "
+                "indexing, which raised IndexError: the upper bound must refuse ids >= vocab_size (the last valid "
+                "id is vocab_size - 1), not only ids > vocab_size")
+    if numpy_raised:
+        return "numpy's IndexError escaped: validate the ids yourself and raise ValueError"
+    return "an IndexError reached the caller where the assignment asks for ValueError: raise ValueError for bad ids"
+
+
 def _gradient_shape(got: CheckOutput, i: Inputs) -> str | None:
     """A weight gradient refused for its shape: rows for the ids seen instead of the whole table."""
     for name, reason in got.rejected.items():
@@ -143,11 +180,25 @@ def _gradient_shape(got: CheckOutput, i: Inputs) -> str | None:
     return None
 
 
+STARTED_FROM_WEIGHTS = ("the gradient holds the weight values themselves: every row of the weight's gradient is the "
+                        "right gradient plus that row's weights, so backward starts from a copy of weight.data; "
+                        "start from np.zeros_like(weight.data)")
+
+
+def _started_from_weights(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
+    grad, right = _arr(got, "grad"), exp.arrays.get("grad")
+    if grad is None or right is None or right.shape != i["weight"].shape or _same(grad, right):
+        return None
+    return STARTED_FROM_WEIGHTS if _same(grad, right + i["weight"]) else None
+
+
 def grad_accumulate(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
     if no_gradient := _no_gradient(got):
         return no_gradient
     if wrong_size := _gradient_shape(got, i):
         return wrong_size
+    if started := _started_from_weights(got, exp, i):
+        return started
     scaled = scale.gradient_scale(got, exp, {"seed_grad": 2, "grad": 3})  # before row 0 alone, which a scale fools
     if scaled:
         return scaled
@@ -221,6 +272,8 @@ def grad_batch(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
     grad = _arr(got, "grad")
     if grad is None:
         return None
+    if started := _started_from_weights(got, exp, i):
+        return started
     ids, g = i["ids"].astype(int), i["upstream"]
     shared = np.zeros_like(i["weight"])
     np.add.at(shared, ids[0], g.sum(axis=0))
@@ -416,6 +469,12 @@ def layer_modes(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause | 
     learned, held = got.facts.get("learned_params"), got.facts.get("aux_learned_trainable")
     if isinstance(learned, int) and isinstance(held, int) and learned < 2 <= held:
         return embeddings_api.MISSING_TABLE
+    tables = got.facts.get("aux_learned_held")
+    if learned == 1 and isinstance(tables, list) and tables == [i["vocab"]] and got.facts.get(
+            "aux_learned_holds_pe") is False:
+        return ("pos_encoding='learned' built no position table: the layer holds only the token weights, so the "
+                "'learned' branch never ran (compare pos_encoding == 'learned' exactly) and it must create "
+                "PositionalEncoding(max_seq_len, embed_dim)")
     if got.facts.get("None_params") not in (1, None):
         return "pos_encoding=None must not create (or count) a positional table: parameters() is [token weights]"
     if got.facts.get("sinusoidal_params") not in (1, None):
@@ -440,6 +499,15 @@ def layer_sin_values(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cau
     seq, tok = tokens.shape[1], i["weight"][tokens]
     if _same(out, tok):
         return "the output equals the token embeddings alone: the sinusoid table was not added"
+    right = _sinusoid(i["max_len"], i["dim"])[:seq]
+    if _same(out, tok * math.sqrt(i["dim"]) + right):
+        return ("the token embeddings are scaled by sqrt(embed_dim) although scale_embeddings was left at its "
+                "default: scale_embeddings defaults to False, and only scale_embeddings=True scales")
+    kept = got.rejected.get("out_1d", "")
+    if kept.startswith(f"shape (1, {seq}, {i['dim']}) differs from the expected ({seq}, {i['dim']})") and _same(
+            out, tok + right):
+        return ("1-D tokens came back with the batch axis that was added for them, (1, seq_len, embed_dim): remove "
+                "it again, so that (seq_len,) tokens give (seq_len, embed_dim)")
     sin, own_sin, own = exp.arrays.get("aux_sinusoids"), _arr(got, "aux_sinusoids"), _arr(got, "aux_lookup")
     rows = own if own is not None and own.shape == tok.shape else tok
     if (own_sin is not None and sin is not None and own_sin.shape == sin.shape and not _same(own_sin, sin)
@@ -528,6 +596,9 @@ def layer_scale(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause | 
     if factor is not None and math.isclose(factor * factor, i["vocab"], rel_tol=1e-6):
         return (f"the token embeddings were multiplied by sqrt(vocab_size) = sqrt({i['vocab']}) = {factor:.4g}: the "
                 f"scale is sqrt(embed_dim) = sqrt({dim}) = {root:.4g}")
+    if factor is not None and math.isclose(factor * root, 1.0, rel_tol=1e-5):
+        return (f"the token embeddings were divided by sqrt(embed_dim) = {root:.4g} instead of multiplied by it: "
+                "h * math.sqrt(embed_dim)")
     if factor is not None and math.isclose(factor, dim / 2, rel_tol=1e-6):
         return (f"the token embeddings were multiplied by D/2 = {dim / 2:g}: embed_dim ** 1/2 is (embed_dim ** 1) / 2, "
                 "since ** binds tighter than /; write math.sqrt(embed_dim) or embed_dim ** 0.5")
@@ -608,6 +679,17 @@ def error_cause(got: CheckOutput, i: Inputs) -> str | None:
     if m and m[2] == m[4] and m[1] != m[3]:
         return (f"the weight's gradient has {m[1]} rows, not the table's {m[3]}: every row of the table gets a "
                 "gradient row (0 where no id points), so create it as np.zeros_like(weight.data)")
+    flat = re.search(r"gave a gradient of shape \(([\d, ]+)\) for a tensor of shape \((\d+), (\d+)\)",
+                     got.error.message if got.error is not None else "")
+    if flat:
+        upstream = [int(n) for n in flat[1].replace(" ", "").split(",") if n]
+        if len(upstream) > 2 and math.prod(upstream[:-1]) == int(flat[2]) and upstream[-1] == int(flat[3]):
+            return (f"forward's output has shape ({flat[2]}, {flat[3]}), the batch flattened away, where the ids "
+                    f"need ({', '.join(map(str, upstream))}): reshape the result to ids.shape + (embed_dim,)")
+    if got.error is not None and "'numpy.ndarray' object has no attribute 'backward'" in got.error.message:
+        return ("forward returns a numpy array, not a Tensor, so there is no backward() to call: return a Tensor "
+                "connected to the weight (out._grad_fn = EmbeddingBackward(self.weight, indices), or "
+                "EmbeddingFunction.apply)")
     if got.error is not None and got.error.type == "ProbeError" and got.error.message.rstrip().endswith(" is None"):
         what = got.error.message.rstrip().removesuffix(" is None").strip()
         return (f"{what} returned None: the method computes its result but does not return it (a missing "

@@ -253,11 +253,23 @@ def emb_large_ids(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause 
         return f"the lookup of these valid ids {looked_up}"
     if not _same(rows, table[ids.astype(int)]):
         return None
-    failed = got.facts.get("grad_rows")
+    failed, kind = got.facts.get("grad_rows"), got.facts.get("aux_output")
+    if isinstance(failed, str) and kind not in (None, "graph", "tensor"):
+        return (f"the lookup values are right, but forward returns {_article(str(kind))}, not a Tensor, so "
+                f"backward() cannot run through it ({failed.removeprefix('raised ')}): return a Tensor connected "
+                "to the weight (Tensor(rows, requires_grad=True) with out._grad_fn = EmbeddingBackward(self.weight, "
+                "indices), or EmbeddingFunction.apply)")
     if isinstance(failed, str) and failed.startswith("no gradient"):
+        if kind == "tensor" and got.facts.get("aux_weight_trainable") is True:
+            return Cause("the lookup is right, but its output is a Tensor outside the autograd graph (no _grad_fn): "
+                         "a new Tensor built from weight.data[ids] is cut off from the weight; connect it (out._grad_fn "
+                         "= EmbeddingBackward(self.weight, indices)) or use EmbeddingFunction.apply", "grad_accumulate")
         return Cause("the lookup is right, but no gradient reached the weights", "grad_accumulate")
     if isinstance(failed, str) and failed.startswith("raised"):
         return f"the lookup is right, but the backward of these ids {failed}"
+    started = _started_from_weights(got, exp, table, ids)
+    if started:
+        return started
     scaled = gradient_scale(got, exp, {"grad_rows": ids.size})
     if scaled:
         return scaled
@@ -266,6 +278,28 @@ def emb_large_ids(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause 
                      "backward itself computes a wrong gradient (the gradient checks show it on small tables)",
                      hint=False)
     return None
+
+
+def _article(name: str) -> str:
+    if name == "ndarray":
+        return "a numpy array"
+    return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
+
+
+def _started_from_weights(got: CheckOutput, exp: CheckOutput, table: np.ndarray, ids: np.ndarray) -> Cause | None:
+    """Rows never looked up got a gradient: every row that was read holds its weight row besides the
+    right gradient (a backward that starts from weight.data.copy()), or at least the count says so."""
+    grad, right, count = got.arrays.get("grad_rows"), exp.arrays.get("grad_rows"), got.facts.get("grad_nonzero_rows")
+    used = int(np.unique(ids.astype(int)).size)
+    if not isinstance(count, int) or count <= used or grad is None or right is None:
+        return None
+    if _same(grad, right + table[ids.astype(int)]):
+        return Cause(f"the gradient holds the weight values themselves (each row read got its weight row added, and "
+                     f"{count} of {len(table)} rows are non-zero): backward starts from a copy of weight.data; start "
+                     "from np.zeros_like(weight.data)", "grad_sparse")
+    return Cause(f"{count} rows of the gradient are non-zero, but only {used} ids were looked up: rows never used "
+                 "must get exactly zero; start from np.zeros_like(weight.data) and add only into the rows read",
+                 "grad_sparse")
 
 
 def _wrap(dtype: str) -> str:
@@ -384,6 +418,11 @@ MISSING_TABLE = ("parameters() leaves out the learned position table: the layer 
 
 def layer_defaults(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause | None:
     rows, held = got.facts.get("param_rows"), got.facts.get("aux_trainable_rows")
+    kinds = got.facts.get("aux_param_types")
+    if isinstance(kinds, list) and "ndarray" in kinds and str(got.facts.get("out", "")).startswith("raised"):
+        return Cause("EmbeddingLayer.parameters() gives numpy arrays, not Tensors (parameters() returns .data "
+                     "somewhere): no optimizer can update an array; return the Tensors themselves", "emb_params",
+                     hint=False)
     if isinstance(rows, list) and isinstance(held, list) and len(rows) < 2 and len(held) >= 2 and set(rows) < set(held):
         return Cause(MISSING_TABLE, hint=False)
     if isinstance(rows, list) and len(rows) != 2:

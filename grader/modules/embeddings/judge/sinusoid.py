@@ -25,12 +25,14 @@ def table(max_len: int, dim: int, *, swap: bool = False, per_column: bool = Fals
           halves: bool = False, padded: bool = False, exponent_scale: float = 1.0, first_position: int = 0,
           sign: float = 1.0, only: str = "", degrees: bool = False, floor: bool = False,
           normalised: bool = False, width_offset: int = 0, precedence: bool = False, integer: bool = False,
-          linspace: bool = False, cos_shift_90: bool = False, cos_reversed: bool = False) -> np.ndarray:
+          linspace: bool = False, cos_shift_90: bool = False, cos_reversed: bool = False,
+          angles: bool = False) -> np.ndarray:
     """The sinusoid table, or one of its usual mistakes; ``padded``: the exponent divides by the even
     width (D + 1 for odd D) of a table built for whole (sin, cos) pairs and then cut to D columns;
     ``exponent_scale``: 2 for 10000^(4i/D); ``sign``: -1 for pos * 10000^(2i/D); ``only``: "sin" or
     "cos" in every column; ``degrees``: the angle read as degrees; ``floor``: the exponent computed
-    with integer division, 2i // D; ``normalised``: positions divided by max_seq_len."""
+    with integer division, 2i // D; ``normalised``: positions divided by max_seq_len; ``angles``: the
+    size of each angle instead of the table (not for ``halves``)."""
     pos = np.arange(first_position, first_position + max_len)[:, None].astype(np.float64)
     if normalised:
         pos = pos / max_len
@@ -49,6 +51,8 @@ def table(max_len: int, dim: int, *, swap: bool = False, per_column: bool = Fals
         angle = pos * width / base ** (sign * index.astype(np.float64)) if precedence else pos / base ** (sign * exponent)
     if degrees:
         angle = np.deg2rad(angle)
+    if angles:  # the angle's size, for the float32 rounding a table built in float32 carries
+        return np.abs(np.broadcast_to(angle, (max_len, dim)))
     even = (col % 2 == 0) != swap
     if only:
         even = np.full(even.shape, only == "sin")
@@ -116,6 +120,22 @@ def _fits(a: np.ndarray, b: np.ndarray) -> bool:
     return a.shape == b.shape and bool(close(a, b, 1e-4, 1e-5).all())
 
 
+# A table built in float32 carries a rounding error of a few float32 steps of each angle (a flipped
+# sign makes angles of 10^5 and more, where one step is 0.01): 8 steps of 2^-23 relative.
+FLOAT32_ANGLE = 8 * 2.0**-23
+
+
+def _fits_rounded(got: np.ndarray, variant: np.ndarray, angle: np.ndarray | None) -> bool:
+    """``got`` equals ``variant`` up to the rounding of angles computed in float32."""
+    if _fits(got, variant):
+        return True
+    if angle is None or got.shape != variant.shape or angle.shape != variant.shape:
+        return False
+    with np.errstate(invalid="ignore"):
+        slack = 1e-4 * np.abs(variant) + 1e-5 + FLOAT32_ANGLE * angle
+        return bool(np.all(np.abs(got - variant) <= slack))
+
+
 def fit(got: np.ndarray, max_len: int, dim: int, rows: slice = slice(None)) -> str | None:
     """The one usual mistake whose table (its ``rows``) equals ``got``, or None."""
     right = table(max_len, dim)[rows]
@@ -123,7 +143,8 @@ def fit(got: np.ndarray, max_len: int, dim: int, rows: slice = slice(None)) -> s
         return None
     for mistake in MISTAKES:
         variant = table(max_len, dim, **mistake.kwargs)[rows]
-        if not _fits(variant, right) and _fits(got, variant):
+        angle = None if mistake.kwargs.get("halves") else table(max_len, dim, angles=True, **mistake.kwargs)[rows]
+        if not _fits(variant, right) and _fits_rounded(got, variant, angle):
             return mistake.cause
     return None
 

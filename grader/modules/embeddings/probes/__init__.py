@@ -30,7 +30,7 @@ from grader.harness.probes import (
 )
 
 from .api import PROBES as API_PROBES
-from .api import own_lookup, own_positions, trainable_rows, type_name
+from .api import held_rows, holds_instance, own_lookup, own_positions, trainable_rows, type_name
 
 Namespace = dict[str, Any]
 
@@ -394,6 +394,8 @@ def _layer_modes_run(ns: Namespace, i: Inputs) -> Outputs:
         out[f"{mode}_params_again"] = len(parameters_of(layer, "EmbeddingLayer"))  # parameters() has no side effect
         if mode == "learned":
             out["aux_learned_trainable"] = len(trainable_rows(layer) or ())
+            out["aux_learned_held"] = held_rows(layer)
+            out["aux_learned_holds_pe"] = holds_instance(layer, ns.get("PositionalEncoding"))
         # one mode that fails costs only its own outputs (and the judge reads what it raised)
         for name, tokens in (("2d", i["tokens"]), ("1d", i["tokens"][0])):
             out[f"{mode}_shape_{name}"] = _shape_or_error(partial(layer, T(tokens)), "EmbeddingLayer output"

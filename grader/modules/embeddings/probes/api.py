@@ -56,6 +56,47 @@ def _grad_after(param: Any, what: str, run: Callable[[], Any]) -> np.ndarray | s
     return grad if grad is not None else "no gradient: .grad is still None after backward()"
 
 
+def output_kind(call: Callable[[], Any]) -> str | None:
+    """What ``call`` returns, for the judge: "graph" (a Tensor with a _grad_fn), "tensor" (a Tensor
+    outside the graph), or the class name of anything else; None when it raised (context only)."""
+    try:
+        out = call()
+    except Exception:
+        return None
+    if not isinstance(out, tensor_class()):
+        return type(out).__name__[:60]
+    return "graph" if getattr(out, "_grad_fn", None) is not None else "tensor"
+
+
+def holds_instance(obj: Any, cls: Any) -> bool | None:
+    """Whether ``obj`` keeps an instance of ``cls`` in an attribute, or in a list, tuple or dict held
+    by one (None when that cannot be told): context only."""
+    if not isinstance(cls, type):
+        return None
+    try:
+        values = list(vars(obj).values())
+    except TypeError:
+        return None
+    for value in values:
+        inner = list(value.values()) if isinstance(value, dict) else list(value) if isinstance(
+            value, (list, tuple)) else [value]
+        if any(isinstance(v, cls) for v in inner):
+            return True
+    return False
+
+
+def held_rows(obj: Any) -> list[int] | None:
+    """The row counts of every Tensor held by ``obj`` or its attributes, trainable or not (context only)."""
+    held = held_tensors(obj)
+    if held is None:
+        return None
+    rows = []
+    for tensor in held:
+        data: Any = getattr(tensor, "data", None)
+        rows.append(int(np.shape(data)[0]) if np.ndim(data) else -1)
+    return sorted(rows)
+
+
 def trainable_rows(obj: Any) -> list[int] | None:
     """The row counts of every trainable Tensor held by ``obj`` or by one of its attributes, in any
     order: lets the judge tell a table missing from parameters() from one never made (context only)."""
@@ -240,6 +281,8 @@ def _emb_large_ids_run(ns: Namespace, i: Inputs) -> Outputs:
     grad = _grad_after(param, "weight", lambda: emb(T(ids)).backward(upstream.copy()))
     used = ids.astype(int)
     return {
+        "aux_output": output_kind(lambda: emb(T(ids[:2]))),
+        "aux_weight_trainable": getattr(param, "requires_grad", None) is True,
         "rows": rows,
         "grad_rows": grad[used] if isinstance(grad, np.ndarray) and grad.shape == (vocab, dim) else str(grad)[:200],
         "grad_nonzero_rows": (int(np.count_nonzero(np.any(grad != 0, axis=1)))
@@ -448,6 +491,7 @@ def _layer_defaults_run(ns: Namespace, i: Inputs) -> Outputs:
 
     sinusoidal = Layer(i["vocab"], i["dim"], pos_encoding="sinusoidal")
     return {
+        "aux_param_types": sorted({type(p).__name__[:60] for p in parameters_of(layer, "EmbeddingLayer")}),
         "param_rows": sorted(int(s[0]) if s else -1 for s in shapes),  # in any order
         "aux_trainable_rows": trainable_rows(layer),
         "out": attempt(output, "EmbeddingLayer output"),
