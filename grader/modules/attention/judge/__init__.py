@@ -23,9 +23,16 @@ CUT = ("the output is not built from Tensor operations all the way back to {what
 
 
 def _like(got: np.ndarray | None, want: np.ndarray, rtol: float = 1e-4, atol: float = 1e-5) -> bool:
-    if got is None or got.shape != want.shape or not np.all(np.isfinite(want)):
+    """``got`` matches ``want`` wherever ``want`` is defined (a bug's recomputation is NaN on a query
+    whose keys it blocks all, where the student's numbers depend on their fill value)."""
+    if got is None or got.shape != want.shape:
         return False
-    return bool(np.all(np.abs(got - want) <= atol + rtol * np.abs(want)))
+    known = np.isfinite(want)
+    if got.ndim >= 1 and want.ndim >= 1:
+        known = np.broadcast_to(np.all(known, axis=-1, keepdims=True), want.shape)
+    if not known.any():
+        return False
+    return bool(np.all(np.abs(got[known] - want[known]) <= atol + rtol * np.abs(want[known])))
 
 
 def _first(found: list[tuple[bool, str]]) -> str | None:
@@ -68,11 +75,28 @@ def _values_cause(got: CheckOutput, q: np.ndarray, k: np.ndarray, v: np.ndarray,
 
 
 def sdpa_values(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
-    return _values_cause(got, i["q"], i["k"], i["v"])
+    return _swapped(got) or _values_cause(got, i["q"], i["k"], i["v"])
+
+
+def sdpa_mask_refusal(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
+    big = got.arrays.get("large_scores")
+    if big is not None and big.shape == (2,) and np.allclose(big, [0.0, 1.0]):
+        return ("a score of 1e10 outweighed the mask: adding -1e9 is not enough for scores this large; fill blocked "
+                "scores with -inf (the given _apply_mask uses masked_fill with MASK_VALUE = -inf)")
+    if "none" in (got.facts.get("fractional_mask"), got.facts.get("row_all_blocked")):
+        return ("a mask that is not 0/1, or that blocks every key of a query, was accepted: call the given "
+                "_apply_mask, which refuses both with ValueError")
+    return _swapped(got)
 
 
 def sdpa_heads(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
     q, k = i["q"], i["k"]
+    if _swapped(got):
+        return SWAPPED
+    raised = got.facts.get("output")
+    if isinstance(raised, str) and raised.startswith("raised"):
+        return (f"on (batch, heads, seq, head_dim) inputs the attention {raised}: work on the last two axes only "
+                "(K.transpose(-2, -1), Q.shape[-1], softmax on axis -1)")
     if _like(got.arrays.get("weights"), model.attend(q, k, i["v"], scale=1.0 / math.sqrt(q.shape[1]))[1]):
         return (f"on (batch, heads, seq, head_dim) inputs the scores were scaled by 1/sqrt({q.shape[1]}), the number "
                 "of heads (Q.shape[1]): take d_k from the last axis, Q.shape[-1]")
@@ -89,6 +113,9 @@ def sdpa_shapes(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
         return "the pair is returned the wrong way round: return (output, attention_weights)"
     if got.facts.get("weights_cross") == [1, 3, 2]:
         return "the weights are (batch, keys, queries): compute Q @ K^T (K.transpose(-2, -1)), not K @ Q^T"
+    if got.facts.get("output_3d") == [b, s, d] and isinstance(got.facts.get("output_4d"), str):
+        return (f"3-D inputs work, but (batch, heads, seq, head_dim) inputs {got.facts['output_4d']}: work on the last "
+                "two axes only (K.transpose(-2, -1), not K.transpose(1, 2) or a fixed permutation)")
     sums = got.arrays.get("row_sums")
     if sums is not None and not np.allclose(sums, 1.0, atol=1e-5):
         return "the rows of the attention weights do not sum to 1: normalise each row with a softmax over the last axis"
@@ -106,14 +133,28 @@ MASK_BUGS = [
 ]
 
 
-def _mask_cause(got: Mapping[str, np.ndarray], cases: list[tuple[str, Callable[[str], np.ndarray]]]) -> str | None:
-    """The one masking bug that explains every case the student's numbers are known for."""
+def _differing(got: CheckOutput, exp: CheckOutput, names: list[str]) -> list[str]:
+    """The outputs where the student's numbers differ from the reference's (an output that is not
+    asked of this submission's generation already holds the reference's)."""
+    return [n for n in names if (g := got.arrays.get(n)) is not None and (e := exp.arrays.get(n)) is not None
+            and not _like(g, e, 1e-5, 1e-6)]
+
+
+def _mask_cause(got: CheckOutput, exp: CheckOutput,
+                cases: list[tuple[str, Callable[[str], np.ndarray]]]) -> str | None:
+    """The one masking bug that explains every case where the student's numbers are wrong."""
+    wrong = _differing(got, exp, [name for name, _ in cases])
     for kind, text in MASK_BUGS:
-        seen = [(got.get(name), want(kind)) for name, want in cases]
-        seen = [(g, w) for g, w in seen if g is not None and np.all(np.isfinite(w))]
-        if seen and all(_like(g, w) for g, w in seen):
+        if wrong and all(_like(got.arrays.get(name), want(kind)) for name, want in cases if name in wrong):
             return text
     return None
+
+
+SWAPPED = "the pair is returned the wrong way round: return (output, attention_weights)"
+
+
+def _swapped(got: CheckOutput) -> str | None:
+    return SWAPPED if any(v == "swapped" for k, v in got.facts.items() if k.startswith("aux_order")) else None
 
 
 def sdpa_mask(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
@@ -121,7 +162,7 @@ def sdpa_mask(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
     masks = {"causal": (q, k, v, causal((2,), 5)), "padding": (q, k, v, padding(i["lengths"], 5)),
              "heads": (i["hq"], i["hk"], i["hv"], causal((2, 1), 5))}
     cases = [(f"weights_{tag}", lambda kind, a=a: model.attend(*a, masking=kind)[1]) for tag, a in masks.items()]
-    found = _mask_cause(got.arrays, cases)
+    found = _swapped(got) or _mask_cause(got, exp, cases)
     if found:
         return found
     for tag, (qq, kk, vv, m) in masks.items():
@@ -132,6 +173,14 @@ def sdpa_mask(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
 
 
 def sdpa_grad(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause | None:
+    q, k, v = i["q"], i["k"], i["v"]
+    if _swapped(got):
+        return SWAPPED
+    for tag, mask, check in (("", None, "sdpa_values"), ("_causal", causal((2,), 4), "sdpa_mask")):
+        out = got.arrays.get(f"aux_output{tag}")
+        if out is not None and not _like(out, model.attend(q, k, v, mask)[0]):
+            return Cause("the forward values are already wrong here" + ("" if not tag else " with a causal mask") +
+                         ", so their gradients are too", upstream=check)
     missing = [n.upper() for n in "qkv" if got.facts.get(f"{n}_grad") == NO_GRADIENT]
     if missing == ["Q", "K"]:
         return ("Q and K got no gradient but V did: the attention weights were computed outside the graph (scores or "
@@ -167,20 +216,35 @@ def _mha_bugs(i: Inputs, mask: np.ndarray | None = None) -> list[tuple[str, np.n
     ]
 
 
-def _own_attention(got: np.ndarray | None, own: np.ndarray | None, right: np.ndarray) -> Cause | None:
+OLDER_4D = (" (the older course lets each head be attended separately, but then every call must get 3-D "
+            "(batch, seq, head_dim) tensors)")
+
+
+def _raised(fact: str) -> str:
+    """"raised X", without the note that numpy raised it."""
+    return fact.split(" from numpy")[0]
+
+
+def _own_attention(got: CheckOutput, name: str, own_name: str, right: np.ndarray, upstream: str) -> Cause | None:
     """The class is wired right around a wrong attention function (it gives what the student's own
-    function gives on the projected heads, which is not the right answer)."""
-    if got is not None and own is not None and _like(got, own) and not _like(own, right):
+    function gives on the projected heads, which is not the right answer), or around one that
+    raises on (batch, heads, seq, head_dim) inputs. The attention check is named as failing too
+    only for the newer generation: the older one does not ask for 4-D inputs, where it passes."""
+    out, own, own_fact = got.arrays.get(name), got.arrays.get(own_name), got.facts.get(own_name)
+    newer = bool(got.facts.get("aux_newer"))
+    tail, see = ("", upstream) if newer else (OLDER_4D, "")
+    if out is None and isinstance(own_fact, str) and own_fact.startswith("raised"):
+        return Cause(f"your scaled_dot_product_attention {_raised(own_fact)} on (batch, heads, seq, head_dim) "
+                     f"inputs{tail}", upstream=see, hint=newer)
+    if out is not None and own is not None and _like(out, own) and not _like(own, right):
         return Cause("your MultiHeadAttention is wired right, but your scaled_dot_product_attention gives wrong "
-                     "values on its (batch, heads, seq, head_dim) inputs", upstream="sdpa_heads")
+                     "values on its (batch, heads, seq, head_dim) inputs", upstream=see, hint=newer)
     return None
 
 
 def mha_values(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause | None:
     out = got.arrays.get("output")
-    if out is None:
-        out = got.arrays.get("call")
-    upstream = _own_attention(out, got.arrays.get("aux_own_attention"), model.mha(i))
+    upstream = _own_attention(got, "output", "aux_own_attention", model.mha(i), "sdpa_heads")
     if upstream:
         return upstream
     found = _first([(_like(out, bug), text) for text, bug in _mha_bugs(i)])
@@ -194,25 +258,41 @@ def mha_values(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause | N
 def mha_mask(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause | None:
     seq = i["x"].shape[1]
     masks = {"causal": causal((2,), seq), "padding": padding(i["lengths"], seq)}
-    upstream = _own_attention(got.arrays.get("causal"), got.arrays.get("aux_own_causal"),
-                              model.mha(i, masks["causal"]))
+    upstream = _own_attention(got, "causal", "aux_own_causal", model.mha(i, masks["causal"]), "sdpa_mask")
     if upstream:
-        return Cause(upstream.text.replace("values on", "values with a mask on"), upstream="sdpa_mask")
+        return Cause(upstream.text.replace("values on its", "values with a mask on its"), upstream=upstream.upstream,
+                     hint=upstream.hint)
     cases = [(tag, lambda kind, m=m: model.mha(i, m, masking=kind)) for tag, m in masks.items()]
-    found = _mask_cause(got.arrays, cases)
+    found = _mask_cause(got, exp, cases)
     if found:
         return found.replace("pass it on", "pass it on to the attention function (as (batch, 1, seq, seq))")
-    if all(_like(got.arrays.get(tag), model.mha(i, m, split="reshape_only", merge="reshape_only"))
-           for tag, m in masks.items()) or all(_like(got.arrays.get(tag), model.mha(i, m, merge="reshape_only"))
-                                               for tag, m in masks.items()):
-        return Cause("the mask is applied, but the heads are split or merged wrongly", upstream="mha_values")
+    bugs = {tag: dict(_mha_bugs(i, m)) for tag, m in masks.items()}
+    for text, _ in _mha_bugs(i):
+        if all(_like(got.arrays.get(tag), bugs[tag][text]) for tag in masks):
+            return Cause(f"the mask is applied, but {text}", upstream="mha_values_visible", hint=False)
     return None
 
 
-def mha_grad(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
+def mha_shapes(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause | None:
+    own = got.facts.get("aux_attention_4d")
+    if isinstance(got.facts.get("forward"), str) and isinstance(own, str) and own.startswith("raised"):
+        newer = bool(got.facts.get("aux_newer"))
+        return Cause(f"your scaled_dot_product_attention {_raised(own)} on (batch, heads, seq, head_dim) inputs"
+                     + ("" if newer else OLDER_4D), upstream="sdpa_heads" if newer else "", hint=False)
+    return None
+
+
+def mha_grad(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause | None:
+    out = got.arrays.get("aux_output")
+    if out is not None and not _like(out, model.mha(i)):
+        return Cause("the forward values are already wrong here, so their gradients are too",
+                     upstream="mha_values_visible")
     missing = [name for name, value in got.facts.items() if value == NO_GRADIENT]
     if not missing:
         return None
+    if sorted(missing) == ["k_proj.bias", "k_proj.weight", "q_proj.bias", "q_proj.weight"]:
+        return ("q_proj and k_proj got no gradient while v_proj and out_proj did: the attention weights were "
+                "computed outside the graph (scores or softmax on .data, then wrapped in a new Tensor)")
     if missing == ["x"]:
         return "the projections got gradients but x did not: " + CUT.format(what="x")
     if set(missing) >= {"x", "q_proj.weight", "k_proj.weight", "v_proj.weight"} and "out_proj.weight" not in missing:
@@ -256,7 +336,8 @@ def error_cause(got: CheckOutput, i: Inputs) -> str | None:
 
 DIAGNOSES: dict[str, Diagnosis] = {
     f.__name__: f
-    for f in (sdpa_shapes, sdpa_values, sdpa_heads, sdpa_mask, sdpa_grad, mha_config, mha_values, mha_mask, mha_grad)
+    for f in (sdpa_shapes, sdpa_values, sdpa_heads, sdpa_mask, sdpa_mask_refusal, sdpa_grad, mha_config,
+              mha_shapes, mha_values, mha_mask, mha_grad)
 }
 COMPARATORS: dict[str, Any] = {}
 NOT_APPLICABLE: dict[str, Any] = {}

@@ -71,7 +71,19 @@ def _both(ns: Namespace, q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.n
         caught(e, "value")
         text = "raised " + exception_name(e)
         return {f"output{tag}": text, f"weights{tag}": text}
-    return {f"output{tag}": attempt(lambda: out, "output"), f"weights{tag}": attempt(lambda: w, "attention_weights")}
+    found = {f"output{tag}": attempt(lambda: out, "output"), f"weights{tag}": attempt(lambda: w, "attention_weights")}
+    found[f"aux_order{tag}"] = order(found[f"output{tag}"], found[f"weights{tag}"], q, v)
+    return found
+
+
+def order(out: Any, w: Any, q: np.ndarray, v: np.ndarray) -> str:
+    """"swapped" when the pair came back as (weights, output): their shapes say so (context only)."""
+    if not (isinstance(out, np.ndarray) and isinstance(w, np.ndarray)):
+        return "unknown"
+    want_out, want_w = q.shape[:-1] + v.shape[-1:], q.shape[:-1] + (v.shape[-2],)
+    if want_out != want_w and out.shape == want_w and w.shape == want_out:
+        return "swapped"
+    return "as asked"
 
 
 def causal(batch_shape: tuple[int, ...], seq: int) -> np.ndarray:
@@ -179,12 +191,14 @@ def _refusal_run(ns: Namespace, i: Inputs) -> Outputs:
     big_q = np.array([[[1e5], [1e5]]])
     big_k = np.array([[[0.0], [1e5]]])
     big_v = np.array([[[1.0], [99.0]]])
-    weights = _both(ns, big_q, big_k, big_v, np.array([[1.0, 0.0], [1.0, 1.0]]), "")["weights"]
+    pair = _both(ns, big_q, big_k, big_v, np.array([[1.0, 0.0], [1.0, 1.0]]), "")
+    weights = pair["weights"]
     return {
         "fractional_mask": raised(lambda: _sdpa(ns, ones, ones, ones, np.array([[1.0, 0.5], [1.0, 1.0]]))),
         "row_all_blocked": raised(lambda: _sdpa(ns, ones, ones, ones, np.array([[0.0, 0.0], [1.0, 1.0]]))),
         "large_scores": weights if not isinstance(weights, np.ndarray) else weights[0, 0].copy(),
         "aux_newer": newer_marks(ns),
+        "aux_order": pair["aux_order"],
     }
 
 
@@ -199,16 +213,19 @@ def _grad_describe(i: Inputs) -> str:
 
 def _grads(ns: Namespace, i: Inputs, mask: np.ndarray | None, tag: str) -> Outputs:
     tensors = [_t(i[n], grad=True) for n in "qkv"]
+    found: Outputs = {}
     try:
         args = tensors + ([] if mask is None else [_t(mask)])
-        out, _ = _pair(ns["scaled_dot_product_attention"](*args), "scaled_dot_product_attention")
+        out, w = _pair(ns["scaled_dot_product_attention"](*args), "scaled_dot_product_attention")
+        found[f"aux_output{tag}"] = attempt(lambda: out, "output")
+        found[f"aux_order{tag}"] = order(found[f"aux_output{tag}"], attempt(lambda: w, "attention_weights"),
+                                         i["q"], i["v"])
         out.backward(i["upstream"].astype(np.float32))
     except ProbeError as e:
-        return {f"{n}_grad{tag}": str(e)[:300] for n in "qkv"}
+        return {**found, **{f"{n}_grad{tag}": str(e)[:300] for n in "qkv"}}
     except Exception as e:
         caught(e, "value")
-        return {f"{n}_grad{tag}": "raised " + exception_name(e) for n in "qkv"}
-    found: Outputs = {}
+        return {**found, **{f"{n}_grad{tag}": "raised " + exception_name(e) for n in "qkv"}}
     for name, tensor in zip("qkv", tensors, strict=True):
         grad = grad_of(tensor, name.upper())
         found[f"{name}_grad{tag}"] = grad if grad is not None else NO_GRADIENT
@@ -289,6 +306,9 @@ def _shapes_mha_run(ns: Namespace, i: Inputs) -> Outputs:
         "call": _shape_or_error(lambda: mha(_t(x)), "mha(x)"),
         "masked": _shape_or_error(lambda: mha(_t(x), _t(causal((2,), 5))), "mha(x, mask)"),
         "small": _shape_or_error(lambda: small(_t(i["x_small"])), "MultiHeadAttention(12, 4)(x)"),
+        "aux_attention_4d": _shape_or_error(lambda: _sdpa(ns, *(i["x"].reshape(2, 5, 2, 4).transpose(0, 2, 1, 3),) * 3)[0],
+                                            "scaled_dot_product_attention on (2, 2, 5, 4) tensors"),
+        "aux_newer": newer_marks(ns),
     }
 
 
@@ -353,7 +373,7 @@ def _mha_run(ns: Namespace, i: Inputs) -> Outputs:
     inject_mha(mha, i)
     return {"output": attempt(lambda: mha.forward(_t(i["x"])), "forward(x)"),
             "call": attempt(lambda: mha(_t(i["x"])), "mha(x)"),
-            "aux_own_attention": own_attention(ns, i, None)}
+            "aux_own_attention": own_attention(ns, i, None), "aux_newer": newer_marks(ns)}
 
 
 def _mha_mask_describe(i: Inputs) -> str:
@@ -368,7 +388,7 @@ def _mha_mask_run(ns: Namespace, i: Inputs) -> Outputs:
     seq = x.shape[1]
     return {"causal": attempt(lambda: mha(_t(x), _t(causal((2,), seq))), "mha(x, causal mask)"),
             "padding": attempt(lambda: mha(_t(x), _t(padding(i["lengths"], seq))), "mha(x, padding mask)"),
-            "aux_own_causal": own_attention(ns, i, causal((2,), seq))}
+            "aux_own_causal": own_attention(ns, i, causal((2,), seq)), "aux_newer": newer_marks(ns)}
 
 
 def _mha_grad_describe(i: Inputs) -> str:
@@ -381,12 +401,14 @@ def _mha_grad_run(ns: Namespace, i: Inputs) -> Outputs:
     held = inject_mha(mha, i)
     x = _t(i["x"], grad=True)
     try:
-        mha(x).backward(i["upstream"].astype(np.float32))
+        out = mha(x)
+        forward = attempt(lambda: out, "mha(x)")
+        out.backward(i["upstream"].astype(np.float32))
     except Exception as e:
         caught(e, "value")
         text = "raised " + exception_name(e)
         return {"x": text, **{f"{layer}.{p}": text for layer in LAYERS for p in ("weight", "bias")}}
-    found: Outputs = {}
+    found: Outputs = {"aux_output": forward}
     for name, tensor in [("x", x)] + list(zip([f"{n}.{p}" for n in LAYERS for p in ("weight", "bias")], held,
                                                strict=True)):
         grad = grad_of(tensor, name)
