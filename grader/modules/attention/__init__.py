@@ -9,4 +9,7 @@ same function composed from given helpers, a -inf `masked_fill` mask, `_split_he
 
 from ...modules import ModuleUnit
 
-UNIT = ModuleUnit(name="attention", package=__name__, number=12, runtime="tinytorch")
+# Its golden and bug notebooks stay out of the package (the student wheel ships every unit folder
+# but its reference/, and a correct notebook is a solution): they live in the checkout.
+UNIT = ModuleUnit(name="attention", package=__name__, number=12, runtime="tinytorch",
+                  examples="../../../submissions/12_attention")
