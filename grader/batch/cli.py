@@ -66,11 +66,12 @@ def batch(args: argparse.Namespace, session: Session | None = None) -> int:
         if session is not None:  # run_batch closed it, unless the roster or the dates stopped us first
             session.close()
     try:
-        if args.roster is not None:
-            shutil.copyfile(args.roster, args.out / "roster.csv")
         from ..feedback import write_feedback
 
-        write_feedback(args.out)
+        for folder in outcome.folders or [args.out]:  # a mixed class: one results folder per course module
+            if args.roster is not None:
+                shutil.copyfile(args.roster, folder / "roster.csv")
+            write_feedback(folder)
     except OSError as e:  # the grading is stored: only the pages are missing
         return error(f"{args.out}: feedback pages cannot be written ({os_reason(e)}); the results are stored, run the "
                      "batch again once the folder is writable")
@@ -78,7 +79,8 @@ def batch(args: argparse.Namespace, session: Session | None = None) -> int:
         return error(str(e))
     console.print(f"graded {outcome.graded} ({counts['failed checks']} with failed checks), up to date "
                   f"{outcome.skipped}, invalid {outcome.invalid}, could not grade {outcome.failed}; results in "
-                  f"{escape(str(args.out))}: feedback/<student>.html|md, summary.html, reports/<student>.json; "
+                  f"{escape(', '.join(str(f) for f in outcome.folders or [args.out]))}: feedback/<student>.html|md, "
+                  "summary.html, reports/<student>.json; "
                   "export with `grader export`", soft_wrap=True)
     return EXIT_OK
 
