@@ -189,7 +189,9 @@ def build(entry: Bug | Style) -> str:
     return json.dumps(nb, indent=1, ensure_ascii=False) + "\n"
 
 
+ENTRIES: tuple[Bug | Style, ...] = (*BUGS, *STYLES)
+
 if __name__ == "__main__":
-    for entry in (*BUGS, *STYLES):
+    for entry in ENTRIES:
         entry.path.write_text(build(entry), encoding="utf-8")
         print(entry.path.name)

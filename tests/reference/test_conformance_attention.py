@@ -11,7 +11,8 @@ Observed as in test_conformance.py (the values are ours; no upstream code is in 
   (`parameters()` EXAMPLE: q_proj's weight (64, 64) then its bias (64,)).
 
 The older Tensor has no `masked_fill` (its module 12 adds a -1e9 constant instead), so the
-masked_fill tests are newer-generation only (run against the older snapshot, exactly those three fail). Where the runtime is more lenient than a generation
+masked_fill tests are newer-generation only (run against the older snapshot, exactly those three
+fail). Where the runtime is more lenient than a generation
 (a `masked_fill` mask given as a Tensor, say), the test says so.
 """
 

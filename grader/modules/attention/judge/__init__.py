@@ -7,7 +7,7 @@ Each diagnosis recomputes what one named bug would have produced on the probe's 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -141,7 +141,7 @@ def _differing(got: CheckOutput, exp: CheckOutput, names: list[str]) -> list[str
 
 
 def _mask_cause(got: CheckOutput, exp: CheckOutput,
-                cases: list[tuple[str, Callable[[str], np.ndarray]]]) -> str | None:
+                cases: Sequence[tuple[str, Callable[..., np.ndarray]]]) -> str | None:
     """The one masking bug that explains every case where the student's numbers are wrong."""
     wrong = _differing(got, exp, [name for name, _ in cases])
     for kind, text in MASK_BUGS:

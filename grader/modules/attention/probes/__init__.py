@@ -80,14 +80,14 @@ def order(out: Any, w: Any, q: np.ndarray, v: np.ndarray) -> str:
     """"swapped" when the pair came back as (weights, output): their shapes say so (context only)."""
     if not (isinstance(out, np.ndarray) and isinstance(w, np.ndarray)):
         return "unknown"
-    want_out, want_w = q.shape[:-1] + v.shape[-1:], q.shape[:-1] + (v.shape[-2],)
+    want_out, want_w = (*q.shape[:-1], v.shape[-1]), (*q.shape[:-1], v.shape[-2])
     if want_out != want_w and out.shape == want_w and w.shape == want_out:
         return "swapped"
     return "as asked"
 
 
 def causal(batch_shape: tuple[int, ...], seq: int) -> np.ndarray:
-    return np.broadcast_to(np.tril(np.ones((seq, seq))), batch_shape + (seq, seq)).copy()
+    return np.broadcast_to(np.tril(np.ones((seq, seq))), (*batch_shape, seq, seq)).copy()
 
 
 def padding(lengths: list[int], seq: int) -> np.ndarray:
@@ -99,7 +99,7 @@ def padding(lengths: list[int], seq: int) -> np.ndarray:
 
 
 def _qkv(rng: np.random.Generator, shape: tuple[int, ...], seq_k: int | None = None) -> Inputs:
-    k_shape = shape[:-2] + (seq_k or shape[-2], shape[-1])
+    k_shape = (*shape[:-2], seq_k or shape[-2], shape[-1])
     return {"q": dyadic(rng, shape, 32), "k": dyadic(rng, k_shape, 32), "v": dyadic(rng, k_shape, 32)}
 
 
@@ -336,14 +336,15 @@ def inject_mha(mha: Any, i: Inputs) -> list[Any]:
     """Write the known weights into the student's four Linear layers (by the names the course asks
     for; else parameters() in the course's order q, k, v, out, each weight then bias); the tensors."""
     names = [f"{layer}.{part}" for layer in LAYERS for part in ("weight", "bias")]
-    held = [getattr(getattr(mha, layer, None), part, None) for layer in LAYERS for part in ("weight", "bias")]
+    held: list[Any] = [getattr(getattr(mha, layer, None), part, None) for layer in LAYERS for part in ("weight", "bias")]
     if not all(isinstance(t, tensor_class()) for t in held):
         held = parameters_of(mha, "MultiHeadAttention")
         if len(held) != 8:
             raise ProbeError("MultiHeadAttention has no q_proj, k_proj, v_proj and out_proj Linear layers, and "
                              f"its parameters() holds {len(held)} tensors, not their 8 weights and biases")
     for name, tensor in zip(names, held, strict=True):
-        shape = tuple(np.shape(getattr(tensor, "data", None)))
+        data: Any = getattr(tensor, "data", None)
+        shape = tuple(np.shape(data))
         if shape != i[name].shape:
             raise ProbeError(f"MultiHeadAttention's {name} has shape {shape}, expected {i[name].shape}")
         tensor.data[...] = i[name]
@@ -409,8 +410,8 @@ def _mha_grad_run(ns: Namespace, i: Inputs) -> Outputs:
         text = "raised " + exception_name(e)
         return {"x": text, **{f"{layer}.{p}": text for layer in LAYERS for p in ("weight", "bias")}}
     found: Outputs = {"aux_output": forward}
-    for name, tensor in [("x", x)] + list(zip([f"{n}.{p}" for n in LAYERS for p in ("weight", "bias")], held,
-                                               strict=True)):
+    names = [f"{n}.{p}" for n in LAYERS for p in ("weight", "bias")]
+    for name, tensor in [("x", x), *zip(names, held, strict=True)]:
         grad = grad_of(tensor, name)
         found[name] = grad if grad is not None else NO_GRADIENT
     return found
