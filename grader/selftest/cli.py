@@ -93,6 +93,23 @@ def selftest_command(args: argparse.Namespace) -> int:
         return EXIT_USAGE
 
 
+def _other_modules_sources(module: str) -> frozenset[str]:
+    """The names of the other installed course modules' default sources (their reference and
+    golden notebooks): their entries in the shared reviewed file are not this run's to judge."""
+    from .. import modules
+
+    names: set[str] = set()
+    for name in modules.installed():
+        if name == module:
+            continue
+        names.add(name)
+        try:
+            names.update(p.stem for p in examples_dir(name).glob("correct_*.ipynb"))
+        except SelftestError:
+            continue
+    return frozenset(names)
+
+
 def default_sources(module: str) -> list[Source]:
     """The rubric module's reference solution and the checkout's correct golden notebooks."""
     from .. import modules
@@ -150,7 +167,8 @@ def _run(args: argparse.Namespace, console: Console, errors: Console) -> int:
     equivalents = load_equivalents(equivalents_path)
     started = time.monotonic()
     outcomes = _grade(args, rubric, sources, chosen, errors)
-    summary = summarize(outcomes, equivalents, generated, every_source=every_source)
+    summary = summarize(outcomes, equivalents, generated, every_source=every_source,
+                        foreign=_other_modules_sources(rubric.module) if every_source else frozenset())
     console.print(f"{len(chosen)} of {len(generated)} mutants from {len(sources)} source(s) graded in "
                   f"{time.monotonic() - started:.0f} s with {args.jobs} job(s); grading seed {args.grading_seed}")
     report(summary, equivalents_path, console)

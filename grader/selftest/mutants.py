@@ -187,9 +187,10 @@ class Summary:
 
 
 def summarize(outcomes: Sequence[Outcome], equivalents: dict[str, str], generated: Sequence[Mutant], *,
-              every_source: bool = False) -> Summary:
+              every_source: bool = False, foreign: frozenset[str] = frozenset()) -> Summary:
     """Tally ``outcomes``. Listed ids that ``generated`` (all mutants of the sources, sampled or not) lacks are
-    stale; with ``every_source`` (the default sources were used) so are ids of sources that no longer exist."""
+    stale; with ``every_source`` (the default sources were used) so are ids of sources that no longer exist,
+    except those of ``foreign`` sources (another course module's, reviewed in the same file)."""
     summary = Summary()
     for o in outcomes:
         listed = o.mutant.id in equivalents
@@ -203,5 +204,6 @@ def summarize(outcomes: Sequence[Outcome], equivalents: dict[str, str], generate
     names = {m.source.name for m in generated}
     ids = {m.id for m in generated}
     summary.unknown_listed = sorted(i for i in equivalents
-                                    if (every_source or i.split("/", 1)[0] in names) and i not in ids)
+                                    if (i.split("/", 1)[0] in names
+                                        or (every_source and i.split("/", 1)[0] not in foreign)) and i not in ids)
     return summary

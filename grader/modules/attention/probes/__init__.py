@@ -294,7 +294,7 @@ def _shapes_mha_inputs(rng: np.random.Generator) -> Inputs:
 
 def _shapes_mha_describe(i: Inputs) -> str:
     return ("MultiHeadAttention(8, 2) forward and __call__ on a (2, 5, 8) input, with and without a causal "
-            "(2, 5, 5) mask; MultiHeadAttention(12, 4) on a (1, 3, 12) input")
+            "(2, 5, 5) mask; MultiHeadAttention(12, 4) and MultiHeadAttention(12, 1) on a (1, 3, 12) input")
 
 
 def _shapes_mha_run(ns: Namespace, i: Inputs) -> Outputs:
@@ -306,6 +306,8 @@ def _shapes_mha_run(ns: Namespace, i: Inputs) -> Outputs:
         "call": _shape_or_error(lambda: mha(_t(x)), "mha(x)"),
         "masked": _shape_or_error(lambda: mha(_t(x), _t(causal((2,), 5))), "mha(x, mask)"),
         "small": _shape_or_error(lambda: small(_t(i["x_small"])), "MultiHeadAttention(12, 4)(x)"),
+        "one_head": _shape_or_error(lambda: ns["MultiHeadAttention"](12, 1)(_t(i["x_small"])),
+                                    "MultiHeadAttention(12, 1)(x)"),
         "aux_attention_4d": _shape_or_error(lambda: _sdpa(ns, *(i["x"].reshape(2, 5, 2, 4).transpose(0, 2, 1, 3),) * 3)[0],
                                             "scaled_dot_product_attention on (2, 2, 5, 4) tensors"),
         "aux_newer": newer_marks(ns),
