@@ -221,7 +221,7 @@ def test_the_repository_may_select_an_installed_rubric_by_id_and_hash(run: Run, 
     wrong = run("--grade", sub, "--collect-only")
     assert wrong.ret == pytest.ExitCode.USAGE_ERROR
     wrong.stderr.fnmatch_lines([f"ERROR: no installed rubric is '{rubric.id}@sha256:{'0' * 16}' "
-                                f"(installed: {rubric.id}@sha256:{rubric.sha256[:12]})"])
+                                f"(installed: *{rubric.id}@sha256:{rubric.sha256[:12]}*)"])  # module 12's too
 
 
 def test_the_course_command_line_may_still_pass_a_rubric_file(run: Run, pytester: pytest.Pytester) -> None:
