@@ -31,12 +31,15 @@ def batch(args: argparse.Namespace, session: Session | None = None) -> int:
     )
     task = progress.add_task("grading", total=None, failed=0, broken=0)
 
+    planned = [0]  # a mixed class starts once per course module: the bar counts them all
+
     def started(found: Discovery, todo: int) -> None:
         console.print(f"source: [bold]{escape(found.layout)}[/], {len(found.entries)} submissions, "
                       f"{todo} to grade, {len(found.entries) - todo} up to date", soft_wrap=True)
         for problem in found.problems:
             console.print(f"[yellow]problem:[/] {escape(problem)}", highlight=False, soft_wrap=True)
-        progress.update(task, total=todo)
+        planned[0] += todo
+        progress.update(task, total=planned[0])
         progress.start()
 
     def done(student: str, result: StoredResult | None) -> None:
