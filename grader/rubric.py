@@ -167,10 +167,12 @@ class Rubric(Record):
 def load_rubric(path: str | Path | None = None, *, module: str | None = None) -> Rubric:
     """Read, version-check and validate a rubric; RubricError says what to fix and where.
 
-    Without ``path``: the rubric of the installed course module ``module``, or of the only one."""
+    Without ``path``: the rubric of the installed course module ``module``, else of the module
+    grader.modules.choose picks without a notebook ($GRADER_MODULE, then the only one installed)."""
     from . import modules
+    from .modules.choose import choose_module
 
-    p = Path(path) if path is not None else (modules.get(module) if module else modules.default()).rubric_path
+    p = Path(path) if path is not None else (modules.get(module) if module else choose_module(None)).rubric_path
     try:
         raw = p.read_bytes()
         text = raw.decode("utf-8")

@@ -21,10 +21,14 @@ RELU = "import numpy as np\n\ndef relu(x):\n    return np.maximum(x, 0.0)\n"
 SILENT = "def helper(x):\n    return x\n"
 
 
-def test_with_one_unit_installed_every_notebook_is_graded_with_it(tmp_path: Path) -> None:
-    assert list(modules.installed()) == ["embeddings"]
-    assert choose_module(write_notebook(tmp_path / "scratch.ipynb", [SILENT]), environ={}).name == "embeddings"
-    assert choose_module(None, environ={}).name == "embeddings"
+def test_the_grader_ships_modules_11_and_12_and_a_silent_notebook_needs_a_default(tmp_path: Path) -> None:
+    assert list(modules.installed()) == ["attention", "embeddings"]
+    scratch = write_notebook(tmp_path / "scratch.ipynb", [SILENT])
+    with pytest.raises(ModuleUnitError, match=r"installed: attention \(12\), embeddings \(11\); choose one"):
+        choose_module(scratch, environ={})
+    assert choose_module(scratch, environ={"GRADER_MODULE": "11"}).name == "embeddings"
+    assert choose_module(write_notebook(tmp_path / "scratch2.ipynb", ["#| default_exp core.attention\n" + SILENT]),
+                         environ={"GRADER_MODULE": "11"}).name == "attention"  # the notebook beats the default
 
 
 @pytest.mark.parametrize("path", SUBMISSION_FILES, ids=[p.stem for p in SUBMISSION_FILES])
@@ -61,11 +65,11 @@ def test_the_precedence(toy_site: Path, tmp_path: Path) -> None:
     assert choose_module(silent, environ=standing, course="relu").name == "embeddings"  # env, then course
     assert choose_module(silent, environ={}, course="relu").name == "relu"
     with pytest.raises(ModuleUnitError, match=r"^cannot tell which course module s\.ipynb is: .*installed: "
-                                              r"embeddings \(11\), relu; choose one with --module NAME$"):
+                                              r"attention \(12\), embeddings \(11\), relu; choose one with --module NAME$"):
         choose_module(silent, environ={})
-    with pytest.raises(ModuleUnitError, match=r"no course module 'attention' is installed \(installed: embeddings "
-                                              r"\(11\), relu\)"):
-        choose_module(toy, "attention", environ={})
+    with pytest.raises(ModuleUnitError, match=r"no course module 'transformers' is installed \(installed: attention "
+                                              r"\(12\), embeddings \(11\), relu\)"):
+        choose_module(toy, "transformers", environ={})
     exported = write_notebook(tmp_path / "e.ipynb", ["#| default_exp core.relu\n", RELU])
     with pytest.raises(ModuleUnitError, match=r"e\.ipynb says it is module relu \(its `#\| default_exp` line\), not "
                                               r"embeddings: drop --module 11"):

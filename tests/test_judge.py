@@ -14,7 +14,7 @@ from grader.judge.compare import array_difference, facts_equal
 from grader.models import CheckResult
 from grader.rubric import CheckSpec, load_rubric
 
-RUBRIC = load_rubric()
+RUBRIC = load_rubric(module="embeddings")  # at collection, before the suite's GRADER_MODULE is set
 SPECS = {c.id: c for c in RUBRIC.checks}
 RULES = modules.get(RUBRIC.module).judge_rules()
 

@@ -79,6 +79,7 @@ def test_the_command_line_chooses_among_installed_modules(toy_site: Path, tmp_pa
     """With two units installed, ``grader grade`` needs no --module for a notebook that says which
     module it is; one that says nothing is exit 2 with the installed modules and the fix."""
     env = {**os.environ, "PYTHONPATH": str(toy_site), "GRADER_NO_DAEMON": "1"}
+    env.pop("GRADER_MODULE")  # no standing default: the notebook alone decides
 
     def grade(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run([sys.executable, "-m", "grader.cli", "grade", *args], env=env, capture_output=True,
@@ -91,7 +92,7 @@ def test_the_command_line_chooses_among_installed_modules(toy_site: Path, tmp_pa
     assert silent.returncode == 2 and "Traceback" not in silent.stderr
     message = " ".join(silent.stderr.split())
     assert "cannot tell which course module scratch.ipynb is" in message
-    assert "installed: embeddings (11), relu; choose one with --module NAME" in message
+    assert "installed: attention (12), embeddings (11), relu; choose one with --module NAME" in message
     chosen = grade("--module", "relu", str(_notebook(tmp_path, "scratch", "def relu(x):\n    return x\n")),
                    "--json", str(tmp_path / "r.json"))
     assert chosen.returncode == 1, chosen.stderr  # graded as relu: its negatives stay negative

@@ -31,12 +31,15 @@ def batch(args: argparse.Namespace, session: Session | None = None) -> int:
     )
     task = progress.add_task("grading", total=None, failed=0, broken=0)
 
+    planned = [0]  # a mixed class starts once per course module: the bar counts them all
+
     def started(found: Discovery, todo: int) -> None:
         console.print(f"source: [bold]{escape(found.layout)}[/], {len(found.entries)} submissions, "
                       f"{todo} to grade, {len(found.entries) - todo} up to date", soft_wrap=True)
         for problem in found.problems:
             console.print(f"[yellow]problem:[/] {escape(problem)}", highlight=False, soft_wrap=True)
-        progress.update(task, total=todo)
+        planned[0] += todo
+        progress.update(task, total=planned[0])
         progress.start()
 
     def done(student: str, result: StoredResult | None) -> None:
@@ -66,11 +69,12 @@ def batch(args: argparse.Namespace, session: Session | None = None) -> int:
         if session is not None:  # run_batch closed it, unless the roster or the dates stopped us first
             session.close()
     try:
-        if args.roster is not None:
-            shutil.copyfile(args.roster, args.out / "roster.csv")
         from ..feedback import write_feedback
 
-        write_feedback(args.out)
+        for folder in outcome.folders or [args.out]:  # a mixed class: one results folder per course module
+            if args.roster is not None:
+                shutil.copyfile(args.roster, folder / "roster.csv")
+            write_feedback(folder)
     except OSError as e:  # the grading is stored: only the pages are missing
         return error(f"{args.out}: feedback pages cannot be written ({os_reason(e)}); the results are stored, run the "
                      "batch again once the folder is writable")
@@ -78,7 +82,8 @@ def batch(args: argparse.Namespace, session: Session | None = None) -> int:
         return error(str(e))
     console.print(f"graded {outcome.graded} ({counts['failed checks']} with failed checks), up to date "
                   f"{outcome.skipped}, invalid {outcome.invalid}, could not grade {outcome.failed}; results in "
-                  f"{escape(str(args.out))}: feedback/<student>.html|md, summary.html, reports/<student>.json; "
+                  f"{escape(', '.join(str(f) for f in outcome.folders or [args.out]))}: feedback/<student>.html|md, "
+                  "summary.html, reports/<student>.json; "
                   "export with `grader export`", soft_wrap=True)
     return EXIT_OK
 

@@ -38,6 +38,13 @@ class BatchOutcome:
     invalid: int = 0
     failed: int = 0
     problems: list[str] = field(default_factory=list)
+    folders: list[Path] = field(default_factory=list)  # the results folders written: one per course module
+
+    def add(self, other: BatchOutcome) -> None:
+        """Count another module's part of a mixed class in (its own results folder)."""
+        self.graded, self.skipped = self.graded + other.graded, self.skipped + other.skipped
+        self.invalid, self.failed = self.invalid + other.invalid, self.failed + other.failed
+        self.folders.extend(other.folders)
 
 
 Progress = Callable[[str, StoredResult | None], None]
@@ -97,41 +104,63 @@ def _discover_and_run(source: Path, results_dir: Path, loaded: Rubric | None, se
             why = f" ({'; '.join(found.problems)})" if found.problems else ""
             raise SubmissionError(f"{source}: no submission to grade in this {found.layout}{why}; give the folder or "
                                   ".zip that holds the students' notebooks")
-        if loaded is None:
-            loaded = load_rubric(module=_batch_module(found.entries))
-        store = open_store(results_dir)
-        try:
-            seed_secret = folder_secret(results_dir)  # the course's, kept with its results (grader.secret)
-            return _run(found, store, loaded, session, backend, workers, force, keep, release or {}, on_start,
-                        on_done, seed_secret)
-        finally:
-            store.close()
+        if loaded is not None:
+            return _run_in(results_dir, found, loaded, session, backend, workers, force, keep, release, on_start,
+                           on_done)
+        groups = _batch_modules(found)
+        if len(groups) == 1:  # one module: the results folder is the one given, as always
+            return _run_in(results_dir, found, load_rubric(module=next(iter(groups))), session, backend, workers,
+                           force, keep, release, on_start, on_done)
+        # a mixed class: each module's submissions are graded with its own rubric into its own results
+        # folder (one gradebook column, one export each), RESULTS_DIR/<module>/
+        outcome = BatchOutcome(found.layout, len(found.entries), problems=list(found.problems))
+        for name, part in sorted(groups.items()):
+            outcome.add(_run_in(results_dir / name, part, load_rubric(module=name), session, backend, workers,
+                                force, keep, release, on_start, on_done))
+        return outcome
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def _batch_module(entries: list[Entry]) -> str:
-    """The one course module of a batch's submissions (grader.modules.choose): the one their
-    notebooks say; a notebook that says nothing goes with the others; two modules are an error."""
+def _run_in(results_dir: Path, found: Discovery, loaded: Rubric, session: Session, backend: str,
+            workers: int | None, force: bool, keep: Keep, release: dict[str, str] | None,
+            on_start: Callable[[Discovery, int], None] | None, on_done: Progress | None) -> BatchOutcome:
+    store = open_store(results_dir)
+    try:
+        seed_secret = folder_secret(results_dir)  # the course's, kept with its results (grader.secret)
+        outcome = _run(found, store, loaded, session, backend, workers, force, keep, release or {}, on_start,
+                       on_done, seed_secret)
+    finally:
+        store.close()
+    outcome.folders = [results_dir]
+    return outcome
+
+
+def _batch_modules(found: Discovery) -> dict[str, Discovery]:
+    """The batch's submissions by course module (grader.modules.choose): the one each notebook says;
+    a notebook that says nothing goes with the others when they are of one module, and is a problem
+    of the batch (not graded) when they are of several; none that can tell is the first one's error."""
     from ..modules.choose import choose_module
 
-    chosen: dict[str, int] = {}
-    unknown: GraderError | None = None
-    for entry in entries:
+    chosen: dict[str, list[Entry]] = {}
+    unknown: list[tuple[Entry, GraderError]] = []
+    for entry in found.entries:
         try:
             name = choose_module(entry.path).name
         except GraderError as e:
-            unknown = unknown or e
+            unknown.append((entry, e))
             continue
-        chosen[name] = chosen.get(name, 0) + 1
-    if len(chosen) == 1:
-        return next(iter(chosen))
+        chosen.setdefault(name, []).append(entry)
     if not chosen:
-        assert unknown is not None  # entries is not empty
-        raise unknown
-    counts = ", ".join(f"{name}: {n}" for name, n in sorted(chosen.items()))
-    raise GraderError(f"the submissions are of several course modules ({counts} notebooks): grade one module at a "
-                      "time with --module NAME")
+        raise unknown[0][1]  # entries is not empty
+    if len(chosen) == 1:
+        return {next(iter(chosen)): found}
+    problems = [*found.problems, *(f"{e.student_id}: {err}" for e, err in unknown)]
+    first = min(chosen)  # the batch's problems are told once, with the first module's part
+    return {name: Discovery(found.layout, entries=entries, problems=problems if name == first else [],
+                            ambiguous=list(found.ambiguous),
+                            superseded=[s for s in found.superseded if s.student_id in {e.student_id for e in entries}])
+            for name, entries in chosen.items()}
 
 
 def open_store(results_dir: Path) -> SQLiteStore:

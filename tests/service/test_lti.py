@@ -43,7 +43,7 @@ def _world(tmp_path: Path, registered: bool = True, allow: tuple[str, ...] = ("1
         lms.tool_jwks = lambda: client.get("/lti/jwks").json()
         assert client.post("/api/courses", json={"slug": "cs249", "title": "ML Systems"}, headers=staff).status_code == 201
         r = client.post("/api/courses/cs249/assignments", headers=staff,
-                        json={"slug": "m11", "title": "Embeddings", "policy": {"total": "visible"}})
+                        json={"slug": "m11", "module": "embeddings", "title": "Embeddings", "policy": {"total": "visible"}})
         assert r.status_code == 201, r.text
         lms.custom = {"grader_link": client.get("/lti/courses/cs249/assignments/m11/link", headers=staff).json()["value"]}
         if registered:
@@ -188,7 +188,8 @@ def test_one_lms_course_grades_into_one_grader_course(world: Any) -> None:
     client, served, staff = world
     assert launch(client, served).status_code == 303
     assert client.post("/api/courses", json={"slug": "other", "title": "Other"}, headers=staff).status_code == 201
-    assert client.post("/api/courses/other/assignments", headers=staff, json={"slug": "m11"}).status_code == 201
+    assert client.post("/api/courses/other/assignments", headers=staff, json={"slug": "m11", "module": "embeddings"}
+                       ).status_code == 201
     served.lms.custom = {"grader_link": client.get("/lti/courses/other/assignments/m11/link", headers=staff
                                                    ).json()["value"]}
     r = launch(client, served, link="link-2")

@@ -46,7 +46,8 @@ def test_grader_serve_alone_serves_the_whole_flow(tmp_path: Path) -> None:
         staff = {"Authorization": f"Bearer {lines[0].rsplit(' ', 1)[1]}"}
         with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60) as http:
             assert http.post("/api/courses", json={"slug": "c", "title": "C"}, headers=staff).status_code == 201
-            assert http.post("/api/courses/c/assignments", json={"slug": "a"}, headers=staff).status_code == 201
+            assert http.post("/api/courses/c/assignments", json={"slug": "a", "module": "embeddings"},
+                             headers=staff).status_code == 201
             creds = http.post("/api/courses/c/roster", files={"roster": ("r.csv", ROSTER.encode())},
                               headers=staff).json()["credentials"]
             alice = {"Authorization": f"Bearer {creds[0]['token']}"}
@@ -129,7 +130,7 @@ def _course(http: httpx.Client, log: Path) -> list[dict[str, str]]:
     line = next(x for x in log.read_text().splitlines() if "staff sign-in" in x)
     staff = {"Authorization": f"Bearer {line.rsplit(' ', 1)[1]}"}
     assert http.post("/api/courses", json={"slug": "c", "title": "C"}, headers=staff).status_code == 201
-    assert http.post("/api/courses/c/assignments", json={"slug": "a"}, headers=staff).status_code == 201
+    assert http.post("/api/courses/c/assignments", json={"slug": "a", "module": "embeddings"}, headers=staff).status_code == 201
     creds = http.post("/api/courses/c/roster", files={"roster": ("r.csv", ROSTER.encode())},
                       headers=staff).json()["credentials"]
     return [{"Authorization": f"Bearer {c['token']}"} for c in creds]

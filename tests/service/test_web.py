@@ -182,7 +182,8 @@ def test_student_text_is_escaped_on_every_page(embedded: tuple[TestClient, str])
     client, staff = embedded
     headers = {"Authorization": f"Bearer {staff}"}
     assert client.post("/api/courses", json={"slug": "x", "title": f"Class {XSS}"}, headers=headers).status_code == 201
-    assert client.post("/api/courses/x/assignments", json={"slug": "a", "title": XSS}, headers=headers).status_code == 201
+    assert client.post("/api/courses/x/assignments", json={"slug": "a", "module": "embeddings", "title": XSS},
+                       headers=headers).status_code == 201
     roster = f'student_id,name,email\neve,"Eve {XSS}",e@example.edu\n'.encode()
     creds = client.post("/api/courses/x/roster", files={"roster": ("r.csv", roster)}, headers=headers).json()
     eve = {"Authorization": f"Bearer {creds['credentials'][0]['token']}"}

@@ -1,2 +1,2 @@
-"""Core of the course runtime: `tensor` (Tensor, Function, backward), `autograd` and `layers` (the
-Layer base class)."""
+"""Core of the course runtime: `tensor` (Tensor, Function, backward), `autograd`, `layers` (the
+Layer base class and Linear) and `activations` (Softmax)."""

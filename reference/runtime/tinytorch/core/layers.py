@@ -3,15 +3,25 @@
 A module-11 class may subclass `Layer` and rely on the base class for `__call__`
 (which passes every argument on to `forward`, so `layer(x, start_pos=3)` reaches
 `forward(x, start_pos=3)`), for an empty `parameters()` and for `__repr__`. Both TinyTorch
-generations define the base class with this behaviour. Module 03's concrete layers (`Linear`,
-`Dropout`, `Sequential`) are not part of what module 11 builds on, so they are not offered here.
+generations define the base class with this behaviour.
+
+`Linear` is what module 12 (Attention) builds its projections from. In both generations it is
+`Linear(in_features, out_features, bias=True)`, holds `weight` of shape (in, out) and `bias` of
+shape (out,) (zeros; None without bias), both requiring grad, computes `x.matmul(weight) + bias`,
+and returns `[weight, bias]` (or `[weight]`) from `parameters()`. Its initial weights are random
+in both generations (graders inject known ones). Module 03's `Dropout` and `Sequential` are not
+offered here.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["Layer"]
+import numpy as np
+
+from tinytorch.core.tensor import Tensor
+
+__all__ = ["Layer", "Linear"]
 
 
 class Layer:
@@ -31,3 +41,26 @@ class Layer:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
+
+
+class Linear(Layer):
+    """y = x W + b, with W of shape (in_features, out_features)."""
+
+    def __init__(self, in_features: int, out_features: int, bias: bool = True) -> None:
+        self.in_features = in_features
+        self.out_features = out_features
+        scale = np.sqrt(1.0 / in_features)
+        self.weight = Tensor(np.random.randn(in_features, out_features) * scale, requires_grad=True)
+        self.bias: Tensor | None = Tensor(np.zeros(out_features), requires_grad=True) if bias else None
+
+    def forward(self, x: Any, *args: Any, **kwargs: Any) -> Any:
+        """`x.matmul(weight) + bias` over the last axis of `x`."""
+        out = x.matmul(self.weight)
+        return out + self.bias if self.bias is not None else out
+
+    def parameters(self) -> list[Any]:
+        """`[weight, bias]`, or `[weight]` without bias."""
+        return [self.weight] if self.bias is None else [self.weight, self.bias]
+
+    def __repr__(self) -> str:
+        return f"Linear(in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None})"

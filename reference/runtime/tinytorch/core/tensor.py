@@ -325,6 +325,12 @@ class Tensor:
         """Maximum over `axis`; ties share the gradient equally."""
         return _Max.apply(self, axis=axis, keepdims=keepdims)
 
+    def masked_fill(self, mask: Any, value: float) -> Tensor:
+        """A new Tensor with `value` where `mask` (bool array or Tensor, broadcast) is true; the
+        gradient reaches only the positions that kept their value (module 12's newer `_apply_mask`)."""
+        where = np.asarray(mask.data if isinstance(mask, Tensor) else mask).astype(bool)
+        return _MaskedFill.apply(self, where=np.broadcast_to(where, self.shape), value=float(value))
+
     def zero_grad(self) -> None:
         """Forget the accumulated gradient."""
         self.grad = None
@@ -509,3 +515,11 @@ class _Max(Function):
         hits = (a == np.max(a, axis=self.axis, keepdims=True)).astype(np.float32)
         hits /= hits.sum(axis=self.axis, keepdims=True)
         return (hits * _expand_reduced(grad, a.shape, self.axis, self.keepdims),)
+
+
+class _MaskedFill(Function):
+    def forward(self, a: np.ndarray) -> np.ndarray:
+        return np.where(self.where, np.float32(self.value), a)
+
+    def backward(self, grad: np.ndarray) -> tuple[np.ndarray]:
+        return (np.where(self.where, np.float32(0.0), grad),)

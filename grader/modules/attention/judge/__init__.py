@@ -1,0 +1,345 @@
+"""Likely causes of module-12 failures, worked out on the host from the inputs and outputs.
+
+Each diagnosis recomputes what one named bug would have produced on the probe's inputs
+(judge/model.py) and speaks only when the student's numbers match it. They never decide pass or fail.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from grader.unit import Cause, CheckOutput, Diagnosis
+
+from ..probes import NO_GRADIENT, causal, padding
+from . import model
+
+Inputs = dict[str, Any]
+CUT = ("the output is not built from Tensor operations all the way back to {what}: a step that computes on "
+       ".data (numpy) and wraps the result in a new Tensor cuts the graph there")
+
+
+def _like(got: np.ndarray | None, want: np.ndarray, rtol: float = 1e-4, atol: float = 1e-5) -> bool:
+    """``got`` matches ``want`` wherever ``want`` is defined (a bug's recomputation is NaN on a query
+    whose keys it blocks all, where the student's numbers depend on their fill value)."""
+    if got is None or got.shape != want.shape:
+        return False
+    known = np.isfinite(want)
+    if got.ndim >= 1 and want.ndim >= 1:
+        known = np.broadcast_to(np.all(known, axis=-1, keepdims=True), want.shape)
+    if not known.any():
+        return False
+    return bool(np.all(np.abs(got[known] - want[known]) <= atol + rtol * np.abs(want[known])))
+
+
+def _first(found: list[tuple[bool, str]]) -> str | None:
+    return next((text for hit, text in found if hit), None)
+
+
+# ---- scaled_dot_product_attention ------------------------------------------------------------
+
+
+def _score_bugs(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray | None = None,
+                masking: str = "fill") -> list[tuple[str, tuple[np.ndarray, np.ndarray]]]:
+    d, seq = q.shape[-1], q.shape[-2]
+    found = [
+        ("the scores were not scaled: multiply Q @ K^T by 1/sqrt(d_k), d_k = Q.shape[-1]",
+         model.attend(q, k, v, mask, scale=1.0, masking=masking)),
+        (f"the scores were divided by d_k ({d}), not by sqrt(d_k) ({math.sqrt(d):.3g})",
+         model.attend(q, k, v, mask, scale=1.0 / d, masking=masking)),
+        ("the softmax ran over the queries (axis -2), not over the keys: each row of weights (one query) must sum "
+         "to 1, so use the last axis, dim=-1",
+         model.attend(q, k, v, mask, axis=-2, masking=masking)),
+    ]
+    if seq != d:
+        found.append((f"the scores were scaled by 1/sqrt({seq}), the sequence length (Q.shape[1]), not by "
+                      f"1/sqrt(d_k) with d_k = Q.shape[-1] = {d}",
+                      model.attend(q, k, v, mask, scale=1.0 / math.sqrt(seq), masking=masking)))
+    return found
+
+
+def _values_cause(got: CheckOutput, q: np.ndarray, k: np.ndarray, v: np.ndarray, tag: str = "") -> str | None:
+    w, out = got.arrays.get(f"weights{tag}"), got.arrays.get(f"output{tag}")
+    right_out, right_w = model.attend(q, k, v)
+    for text, (bug_out, bug_w) in _score_bugs(q, k, v):
+        if _like(w, bug_w) or (w is None and _like(out, bug_out)):
+            return text
+    if _like(w, right_w) and out is not None and out.shape == right_out.shape:
+        return "the attention weights are right but the output is not weights @ V"
+    if w is not None and w.shape == right_out.shape and out is not None and out.shape == right_w.shape:
+        return "the pair is returned the wrong way round: return (output, attention_weights)"
+    return None
+
+
+def sdpa_values(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
+    return _swapped(got) or _values_cause(got, i["q"], i["k"], i["v"])
+
+
+def sdpa_mask_refusal(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
+    big = got.arrays.get("large_scores")
+    if big is not None and big.shape == (2,) and np.allclose(big, [0.0, 1.0]):
+        return ("a score of 1e10 outweighed the mask: adding -1e9 is not enough for scores this large; fill blocked "
+                "scores with -inf (the given _apply_mask uses masked_fill with MASK_VALUE = -inf)")
+    if "none" in (got.facts.get("fractional_mask"), got.facts.get("row_all_blocked")):
+        return ("a mask that is not 0/1, or that blocks every key of a query, was accepted: call the given "
+                "_apply_mask, which refuses both with ValueError")
+    return _swapped(got)
+
+
+def sdpa_heads(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
+    q, k = i["q"], i["k"]
+    if _swapped(got):
+        return SWAPPED
+    raised = got.facts.get("output")
+    if isinstance(raised, str) and raised.startswith("raised"):
+        return (f"on (batch, heads, seq, head_dim) inputs the attention {raised}: work on the last two axes only "
+                "(K.transpose(-2, -1), Q.shape[-1], softmax on axis -1)")
+    if _like(got.arrays.get("weights"), model.attend(q, k, i["v"], scale=1.0 / math.sqrt(q.shape[1]))[1]):
+        return (f"on (batch, heads, seq, head_dim) inputs the scores were scaled by 1/sqrt({q.shape[1]}), the number "
+                "of heads (Q.shape[1]): take d_k from the last axis, Q.shape[-1]")
+    return _values_cause(got, q, k, i["v"])
+
+
+def sdpa_shapes(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
+    returns = got.facts.get("returns")
+    if returns != "pair":
+        return (f"scaled_dot_product_attention returned a {returns}, not the pair (output, attention_weights): "
+                "the course's callers unpack two values")
+    b, s, d = i["q"].shape
+    if got.facts.get("output_3d") == [b, s, s] and got.facts.get("weights_3d") == [b, s, d]:
+        return "the pair is returned the wrong way round: return (output, attention_weights)"
+    if got.facts.get("weights_cross") == [1, 3, 2]:
+        return "the weights are (batch, keys, queries): compute Q @ K^T (K.transpose(-2, -1)), not K @ Q^T"
+    if got.facts.get("output_3d") == [b, s, d] and isinstance(got.facts.get("output_4d"), str):
+        return (f"3-D inputs work, but (batch, heads, seq, head_dim) inputs {got.facts['output_4d']}: work on the last "
+                "two axes only (K.transpose(-2, -1), not K.transpose(1, 2) or a fixed permutation)")
+    sums = got.arrays.get("row_sums")
+    if sums is not None and not np.allclose(sums, 1.0, atol=1e-5):
+        return "the rows of the attention weights do not sum to 1: normalise each row with a softmax over the last axis"
+    return None
+
+
+MASK_BUGS = [
+    ("ignored", "the mask was ignored: the weights are those of no mask at all; pass it on and block the scores "
+                "where it is 0"),
+    ("inverted", "the mask was read the wrong way round: 1 allows a key and 0 blocks it (block where mask == 0)"),
+    ("multiply", "the scores were multiplied by the mask, which makes a blocked score 0 instead of a huge negative "
+                 "value: blocked keys still get weight; set them to -1e9 (or -inf) instead"),
+    ("after", "the mask was applied after the softmax (weights * mask): blocked keys get 0 but the rows no longer "
+              "sum to 1; mask the scores before the softmax"),
+]
+
+
+def _differing(got: CheckOutput, exp: CheckOutput, names: list[str]) -> list[str]:
+    """The outputs where the student's numbers differ from the reference's (an output that is not
+    asked of this submission's generation already holds the reference's)."""
+    return [n for n in names if (g := got.arrays.get(n)) is not None and (e := exp.arrays.get(n)) is not None
+            and not _like(g, e, 1e-5, 1e-6)]
+
+
+def _mask_cause(got: CheckOutput, exp: CheckOutput,
+                cases: Sequence[tuple[str, Callable[..., np.ndarray]]]) -> str | None:
+    """The one masking bug that explains every case where the student's numbers are wrong."""
+    wrong = _differing(got, exp, [name for name, _ in cases])
+    for kind, text in MASK_BUGS:
+        if wrong and all(_like(got.arrays.get(name), want(kind)) for name, want in cases if name in wrong):
+            return text
+    return None
+
+
+SWAPPED = "the pair is returned the wrong way round: return (output, attention_weights)"
+
+
+def _swapped(got: CheckOutput) -> str | None:
+    return SWAPPED if any(v == "swapped" for k, v in got.facts.items() if k.startswith("aux_order")) else None
+
+
+def sdpa_mask(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
+    q, k, v = i["q"], i["k"], i["v"]
+    masks = {"causal": (q, k, v, causal((2,), 5)), "padding": (q, k, v, padding(i["lengths"], 5)),
+             "heads": (i["hq"], i["hk"], i["hv"], causal((2, 1), 5))}
+    cases = [(f"weights_{tag}", lambda kind, a=a: model.attend(*a, masking=kind)[1]) for tag, a in masks.items()]
+    found = _swapped(got) or _mask_cause(got, exp, cases)
+    if found:
+        return found
+    for tag, (qq, kk, vv, m) in masks.items():
+        for text, (_, bug_w) in _score_bugs(qq, kk, vv, m):
+            if _like(got.arrays.get(f"weights_{tag}"), bug_w):
+                return text
+    return None
+
+
+def sdpa_grad(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause | None:
+    q, k, v = i["q"], i["k"], i["v"]
+    if _swapped(got):
+        return SWAPPED
+    for tag, mask, check in (("", None, "sdpa_values"), ("_causal", causal((2,), 4), "sdpa_mask")):
+        out = got.arrays.get(f"aux_output{tag}")
+        if out is not None and not _like(out, model.attend(q, k, v, mask)[0]):
+            return Cause("the forward values are already wrong here" + ("" if not tag else " with a causal mask") +
+                         ", so their gradients are too", upstream=check)
+    missing = [n.upper() for n in "qkv" if got.facts.get(f"{n}_grad") == NO_GRADIENT]
+    if missing == ["Q", "K"]:
+        return ("Q and K got no gradient but V did: the attention weights were computed outside the graph (scores or "
+                "softmax on .data, then wrapped in a new Tensor); use Tensor operations and Softmax()")
+    if missing:
+        return CUT.format(what=", ".join(missing))
+    masked_missing = [n.upper() for n in "qkv" if got.facts.get(f"{n}_grad_causal") == NO_GRADIENT]
+    if masked_missing:
+        return ("with a mask, " + ", ".join(masked_missing) + " got no gradient: the masked scores were rebuilt from "
+                ".data; add a constant Tensor or use masked_fill, which keep the graph")
+    return None
+
+
+# ---- MultiHeadAttention ----------------------------------------------------------------------
+
+
+def _mha_bugs(i: Inputs, mask: np.ndarray | None = None) -> list[tuple[str, np.ndarray]]:
+    h, d = i["heads"], i["dim"]
+    return [
+        ("the output projection was skipped: the merged heads go through out_proj", model.mha(i, mask, out_proj=False)),
+        ("the heads were split with a reshape alone: (batch, seq, embed_dim) -> (batch, seq, heads, head_dim), then "
+         "transpose(1, 2) to (batch, heads, seq, head_dim)", model.mha(i, mask, split="reshape_only",
+                                                                       merge="reshape_only")),
+        ("the heads were merged with a reshape alone: transpose(1, 2) back to (batch, seq, heads, head_dim) before "
+         "reshaping to (batch, seq, embed_dim)", model.mha(i, mask, merge="reshape_only")),
+        ("the heads were split from (batch, seq, head_dim, heads), so each head took every num_heads-th column: "
+         "reshape to (batch, seq, num_heads, head_dim), head axis first", model.mha(i, mask, split="interleaved",
+                                                                                     merge="interleaved")),
+        (f"the scores were scaled by 1/sqrt(embed_dim) ({d}), not by 1/sqrt(head_dim) ({d // h}): each head's d_k is "
+         "head_dim", model.mha(i, mask, scale=1.0 / math.sqrt(d))),
+        ("the input was attended as a single head: split it into num_heads heads of head_dim each",
+         model.mha(i, mask, heads=1)),
+    ]
+
+
+OLDER_4D = (" (the older course lets each head be attended separately, but then every call must get 3-D "
+            "(batch, seq, head_dim) tensors)")
+
+
+def _raised(fact: str) -> str:
+    """"raised X", without the note that numpy raised it."""
+    return fact.split(" from numpy")[0]
+
+
+def _own_attention(got: CheckOutput, name: str, own_name: str, right: np.ndarray, upstream: str) -> Cause | None:
+    """The class is wired right around a wrong attention function (it gives what the student's own
+    function gives on the projected heads, which is not the right answer), or around one that
+    raises on (batch, heads, seq, head_dim) inputs. The attention check is named as failing too
+    only for the newer generation: the older one does not ask for 4-D inputs, where it passes."""
+    out, own, own_fact = got.arrays.get(name), got.arrays.get(own_name), got.facts.get(own_name)
+    newer = bool(got.facts.get("aux_newer"))
+    tail, see = ("", upstream) if newer else (OLDER_4D, "")
+    if out is None and isinstance(own_fact, str) and own_fact.startswith("raised"):
+        return Cause(f"your scaled_dot_product_attention {_raised(own_fact)} on (batch, heads, seq, head_dim) "
+                     f"inputs{tail}", upstream=see, hint=newer)
+    if out is not None and own is not None and _like(out, own) and not _like(own, right):
+        return Cause("your MultiHeadAttention is wired right, but your scaled_dot_product_attention gives wrong "
+                     "values on its (batch, heads, seq, head_dim) inputs", upstream=see, hint=newer)
+    return None
+
+
+def mha_values(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause | None:
+    out = got.arrays.get("output")
+    upstream = _own_attention(got, "output", "aux_own_attention", model.mha(i), "sdpa_heads")
+    if upstream:
+        return upstream
+    found = _first([(_like(out, bug), text) for text, bug in _mha_bugs(i)])
+    if found:
+        return found
+    if _like(got.arrays.get("output"), model.mha(i)) and not _like(got.arrays.get("call"), model.mha(i)):
+        return "forward is right but __call__ gives something else: __call__ returns self.forward(x, mask)"
+    return None
+
+
+def mha_mask(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause | None:
+    seq = i["x"].shape[1]
+    masks = {"causal": causal((2,), seq), "padding": padding(i["lengths"], seq)}
+    upstream = _own_attention(got, "causal", "aux_own_causal", model.mha(i, masks["causal"]), "sdpa_mask")
+    if upstream:
+        return Cause(upstream.text.replace("values on its", "values with a mask on its"), upstream=upstream.upstream,
+                     hint=upstream.hint)
+    cases = [(tag, lambda kind, m=m: model.mha(i, m, masking=kind)) for tag, m in masks.items()]
+    found = _mask_cause(got, exp, cases)
+    if found:
+        return found.replace("pass it on", "pass it on to the attention function (as (batch, 1, seq, seq))")
+    bugs = {tag: dict(_mha_bugs(i, m)) for tag, m in masks.items()}
+    for text, _ in _mha_bugs(i):
+        if all(_like(got.arrays.get(tag), bugs[tag][text]) for tag in masks):
+            return Cause(f"the mask is applied, but {text}", upstream="mha_values_visible", hint=False)
+    return None
+
+
+def mha_shapes(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause | None:
+    own = got.facts.get("aux_attention_4d")
+    if isinstance(got.facts.get("forward"), str) and isinstance(own, str) and own.startswith("raised"):
+        newer = bool(got.facts.get("aux_newer"))
+        return Cause(f"your scaled_dot_product_attention {_raised(own)} on (batch, heads, seq, head_dim) inputs"
+                     + ("" if newer else OLDER_4D), upstream="sdpa_heads" if newer else "", hint=False)
+    return None
+
+
+def mha_grad(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause | None:
+    out = got.arrays.get("aux_output")
+    if out is not None and not _like(out, model.mha(i)):
+        return Cause("the forward values are already wrong here, so their gradients are too",
+                     upstream="mha_values_visible")
+    missing = [name for name, value in got.facts.items() if value == NO_GRADIENT]
+    if not missing:
+        return None
+    if sorted(missing) == ["k_proj.bias", "k_proj.weight", "q_proj.bias", "q_proj.weight"]:
+        return ("q_proj and k_proj got no gradient while v_proj and out_proj did: the attention weights were "
+                "computed outside the graph (scores or softmax on .data, then wrapped in a new Tensor)")
+    if missing == ["x"]:
+        return "the projections got gradients but x did not: " + CUT.format(what="x")
+    if set(missing) >= {"x", "q_proj.weight", "k_proj.weight", "v_proj.weight"} and "out_proj.weight" not in missing:
+        return ("only out_proj got gradients: " + CUT.format(what="the merged heads") +
+                " (a reshape, transpose or attention step on .data?)")
+    return CUT.format(what=", ".join(missing))
+
+
+def mha_config(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
+    d, h = i["dim"], i["heads"]
+    if got.facts.get("head_dim") == d / h and got.facts.get("head_dim") != d // h:
+        return "head_dim must be the integer embed_dim // num_heads"
+    count, distinct = got.facts.get("count"), got.facts.get("distinct")
+    if isinstance(count, int) and isinstance(distinct, int) and distinct < count:
+        return "parameters() lists the same tensor twice: are two projections one shared Linear?"
+    if count == 4:
+        return "parameters() has 4 tensors: each Linear has a weight and a bias, so extend with layer.parameters()"
+    if got.facts.get("trainable") is False:
+        return "parameters() holds something other than trainable Tensors: return the Linear layers' parameters()"
+    return None
+
+
+def generation(outputs: Mapping[str, CheckOutput]) -> str | None:
+    """'newer' when the submission defines the newer course's given helpers (_apply_mask and the
+    others, or MultiHeadAttention._split_heads), 'older' when it defines none, None when unknown."""
+    seen = [got.facts["aux_newer"] for got in outputs.values() if isinstance(got.facts.get("aux_newer"), list)]
+    if not seen:
+        return None
+    return "newer" if any(seen) else "older"
+
+
+def error_cause(got: CheckOutput, i: Inputs) -> str | None:
+    message = got.error.message if got.error is not None else ""
+    if "not the pair (output, attention_weights)" in message:
+        return "scaled_dot_product_attention must return the pair (output, attention_weights)"
+    if "has no q_proj, k_proj, v_proj and out_proj" in message:
+        return ("the grader sets known weights through the four Linear layers the course names (q_proj, k_proj, "
+                "v_proj, out_proj) or through parameters() in that order")
+    return None
+
+
+DIAGNOSES: dict[str, Diagnosis] = {
+    f.__name__: f
+    for f in (sdpa_shapes, sdpa_values, sdpa_heads, sdpa_mask, sdpa_mask_refusal, sdpa_grad, mha_config,
+              mha_shapes, mha_values, mha_mask, mha_grad)
+}
+COMPARATORS: dict[str, Any] = {}
+NOT_APPLICABLE: dict[str, Any] = {}
+GENERATION = generation
+ERROR_CAUSE = error_cause

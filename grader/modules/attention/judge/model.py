@@ -1,0 +1,71 @@
+"""Attention recomputed on the host, right and in the ways students get it wrong.
+
+Each function returns what a submission with one named bug would have produced on the probe's
+inputs, so that a diagnosis can test that hypothesis on the student's numbers.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+Inputs = dict[str, Any]
+LAYERS = ("q_proj", "k_proj", "v_proj", "out_proj")
+
+
+def softmax(s: np.ndarray, axis: int = -1) -> np.ndarray:
+    with np.errstate(invalid="ignore", over="ignore"):
+        e = np.exp(s - np.max(s, axis=axis, keepdims=True))
+        out: np.ndarray = e / np.sum(e, axis=axis, keepdims=True)
+    return out
+
+
+def attend(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray | None = None, *,
+           scale: float | None = None, axis: int = -1, masking: str = "fill") -> tuple[np.ndarray, np.ndarray]:
+    """(output, weights). ``masking``: "fill" (the course), "ignored", "inverted" (0 allows),
+    "multiply" (scores * mask: blocked scores become 0, not -inf), "after" (softmax, then * mask)."""
+    s = q @ np.swapaxes(k, -1, -2) * (1.0 / math.sqrt(q.shape[-1]) if scale is None else scale)
+    if mask is not None:
+        m = np.broadcast_to(mask, s.shape)
+        if masking == "fill":
+            s = np.where(m == 0, -np.inf, s)
+        elif masking == "inverted":
+            s = np.where(m == 1, -np.inf, s)
+        elif masking == "multiply":
+            s = s * m
+    w = softmax(s, axis)
+    if mask is not None and masking == "after":
+        w = w * np.broadcast_to(mask, w.shape)
+    return w @ v, w
+
+
+def _split(a: np.ndarray, heads: int, how: str) -> np.ndarray:
+    b, s, d = a.shape
+    if how == "reshape_only":  # (b, s, d) read straight as (b, h, s, hd): no transpose
+        return a.reshape(b, heads, s, d // heads)
+    if how == "interleaved":  # head h takes columns h, h + H, ...: reshape (b, s, hd, h)
+        return a.reshape(b, s, d // heads, heads).transpose(0, 3, 1, 2)
+    return a.reshape(b, s, heads, d // heads).transpose(0, 2, 1, 3)
+
+
+def _merge(a: np.ndarray, how: str) -> np.ndarray:
+    b, h, s, hd = a.shape
+    if how == "reshape_only":
+        return a.reshape(b, s, h * hd)
+    if how == "interleaved":
+        return a.transpose(0, 2, 3, 1).reshape(b, s, h * hd)
+    return a.transpose(0, 2, 1, 3).reshape(b, s, h * hd)
+
+
+def mha(i: Inputs, mask: np.ndarray | None = None, *, split: str = "course", merge: str = "course",
+        scale: float | None = None, out_proj: bool = True, heads: int | None = None, masking: str = "fill",
+        upstream: np.ndarray | None = None) -> np.ndarray:
+    """MultiHeadAttention on the probe's known weights, with the named variations."""
+    x, h = i["x"], heads or i["heads"]
+    q, k, v = (_split(x @ i[f"{n}.weight"] + i[f"{n}.bias"], h, split) for n in LAYERS[:3])
+    m = None if mask is None else mask[:, None]
+    out, _ = attend(q, k, v, m, scale=scale, masking=masking)
+    merged = _merge(out, merge)
+    return merged @ i["out_proj.weight"] + i["out_proj.bias"] if out_proj else merged

@@ -1,0 +1,197 @@
+"""Bug and style notebooks for the module-12 checks: a correct notebook of ours with one edit.
+
+Each entry names its base notebook in ``grader/modules/attention/examples/`` (staff only), the edits (old text -> new
+text, each found exactly once in the base's code cells) and, for a bug, the checks that must fail
+and a piece of the likely cause the first of them must give. ``python -m tests.attention.catalog``
+rewrites the notebooks; ``tests/test_attention.py`` grades them and checks that they are in sync.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+FOLDER = Path(__file__).resolve().parents[2] / "grader" / "modules" / "attention" / "examples"
+OLDER, NEWER = "correct_older.ipynb", "correct_newer.ipynb"
+
+MHA_DOWNSTREAM = ("mha_values_visible", "mha_values", "mha_mask", "mha_grad")
+
+
+@dataclass(frozen=True)
+class Style:
+    """A correct notebook written unusually: full marks."""
+
+    name: str
+    base: str
+    edits: tuple[tuple[str, str], ...]
+    about: str
+
+    @property
+    def path(self) -> Path:
+        return FOLDER / f"{self.name}.ipynb"
+
+
+@dataclass(frozen=True)
+class Bug:
+    name: str
+    base: str
+    edits: tuple[tuple[str, str], ...]
+    fails: tuple[str, ...]
+    cause: str
+    about: str
+
+    @property
+    def path(self) -> Path:
+        return FOLDER / f"{self.name}.ipynb"
+
+
+BUGS: tuple[Bug, ...] = (
+    Bug("bug_no_scale", OLDER,
+        (("    scores = scores * (1.0 / math.sqrt(d_k))\n", ""),),
+        ("sdpa_values", "sdpa_mask", "sdpa_grad", *MHA_DOWNSTREAM), "the scores were not scaled",
+        "The scores Q K^T are never multiplied by 1/sqrt(d_k)."),
+    Bug("bug_scale_by_dk", NEWER,
+        (("    return scores * (1.0 / math.sqrt(d_k))\n", "    return scores * (1.0 / d_k)\n"),),
+        ("sdpa_values", "sdpa_heads", "sdpa_mask", "sdpa_grad", *MHA_DOWNSTREAM), "divided by d_k",
+        "Newer generation: _scale_scores divides by d_k instead of sqrt(d_k)."),
+    Bug("bug_dk_from_axis1", NEWER,
+        (("    scores = _scale_scores(_compute_attention_scores(Q, K), Q.shape[-1])\n",
+          "    scores = _scale_scores(_compute_attention_scores(Q, K), Q.shape[1])\n"),),
+        ("sdpa_values", "sdpa_heads", "sdpa_mask", "sdpa_grad", *MHA_DOWNSTREAM), "the sequence length",
+        "Newer generation: d_k is read from Q.shape[1], which is the sequence length for (batch, seq, d) inputs and "
+        "the number of heads for (batch, heads, seq, head_dim) ones."),
+    Bug("bug_softmax_queries", OLDER,
+        (("    weights = Softmax()(scores, dim=-1)\n", "    weights = Softmax()(scores, dim=-2)\n"),),
+        ("sdpa_shapes", "sdpa_values", "sdpa_mask", "sdpa_grad", *MHA_DOWNSTREAM),
+        "the rows of the attention weights do not sum to 1",
+        "The softmax normalises over the queries (axis -2) instead of the keys."),
+    Bug("bug_mha_mask_dropped", OLDER,
+        (("        attended, _ = scaled_dot_product_attention(q, k, v, mask)\n",
+          "        attended, _ = scaled_dot_product_attention(q, k, v)\n"),),
+        ("mha_mask",), "the mask was ignored",
+        "MultiHeadAttention reshapes the mask but never passes it to the attention function."),
+    Bug("bug_mask_inverted", OLDER,
+        (("        penalty = (1.0 - mask.data) * MASK_VALUE\n", "        penalty = mask.data * MASK_VALUE\n"),),
+        ("sdpa_mask", "sdpa_grad", "mha_mask"), "read the wrong way round",
+        "The -1e9 penalty goes where the mask is 1 (allowed) instead of where it is 0."),
+    Bug("bug_mask_after_softmax", OLDER,
+        (("        scores = scores + Tensor(penalty)\n    weights = Softmax()(scores, dim=-1)\n",
+          "    weights = Softmax()(scores, dim=-1)\n    if mask is not None:\n        weights = weights * mask\n"),),
+        ("sdpa_mask", "sdpa_grad", "mha_mask"), "after the softmax",
+        "The mask multiplies the softmax output instead of blocking the scores before it."),
+    Bug("bug_mask_multiplies_scores", OLDER,
+        (("        penalty = (1.0 - mask.data) * MASK_VALUE\n        scores = scores + Tensor(penalty)\n",
+          "        scores = scores * mask\n"),),
+        ("sdpa_mask", "sdpa_grad", "mha_mask"), "multiplied by the mask",
+        "The scores are multiplied by the mask, so a blocked score is 0, not a huge negative value."),
+    Bug("bug_split_without_transpose", NEWER,
+        (("        return x.reshape(batch_size, seq_len, self.num_heads, self.head_dim).transpose(1, 2)\n",
+          "        return x.reshape(batch_size, self.num_heads, seq_len, self.head_dim)\n"),
+         ("        return x.transpose(1, 2).reshape(batch_size, seq_len, self.embed_dim)\n",
+          "        return x.reshape(batch_size, seq_len, self.embed_dim)\n")),
+        MHA_DOWNSTREAM, "split with a reshape alone",
+        "Newer generation: _split_heads reshapes straight to (batch, heads, seq, head_dim), and _merge_heads undoes "
+        "only that reshape."),
+    Bug("bug_merge_without_transpose", OLDER,
+        (("        merged = attended.transpose(1, 2).reshape(batch, seq, self.embed_dim)\n",
+          "        merged = attended.reshape(batch, seq, self.embed_dim)\n"),),
+        MHA_DOWNSTREAM, "merged with a reshape alone",
+        "The heads are merged by a reshape of (batch, heads, seq, head_dim), without transposing back first."),
+    Bug("bug_heads_interleaved", OLDER,
+        (("        q = self.q_proj.forward(x).reshape(batch, seq, self.num_heads, self.head_dim).transpose(1, 2)\n"
+          "        k = self.k_proj.forward(x).reshape(batch, seq, self.num_heads, self.head_dim).transpose(1, 2)\n"
+          "        v = self.v_proj.forward(x).reshape(batch, seq, self.num_heads, self.head_dim).transpose(1, 2)\n",
+          "        q = self.q_proj.forward(x).reshape(batch, seq, self.head_dim, self.num_heads).transpose((0, 3, 1, 2))\n"
+          "        k = self.k_proj.forward(x).reshape(batch, seq, self.head_dim, self.num_heads).transpose((0, 3, 1, 2))\n"
+          "        v = self.v_proj.forward(x).reshape(batch, seq, self.head_dim, self.num_heads).transpose((0, 3, 1, 2))\n"),
+         ("        merged = attended.transpose(1, 2).reshape(batch, seq, self.embed_dim)\n",
+          "        merged = attended.transpose((0, 2, 3, 1)).reshape(batch, seq, self.embed_dim)\n")),
+        MHA_DOWNSTREAM, "every num_heads-th column",
+        "The projections are split as (batch, seq, head_dim, heads), so each head takes every num_heads-th column."),
+    Bug("bug_no_output_projection", OLDER,
+        (("        return self.out_proj.forward(merged)\n", "        return merged\n"),),
+        MHA_DOWNSTREAM, "output projection was skipped",
+        "forward returns the merged heads without passing them through out_proj."),
+    Bug("bug_weights_on_data", OLDER,
+        (("    weights = Softmax()(scores, dim=-1)\n",
+          "    raw = np.exp(scores.data - scores.data.max(axis=-1, keepdims=True))\n"
+          "    weights = Tensor(raw / raw.sum(axis=-1, keepdims=True))\n"),),
+        ("sdpa_grad", "mha_grad"), "Q and K got no gradient but V did",
+        "The softmax is computed with numpy on scores.data and rewrapped, so no gradient reaches Q or K."),
+    Bug("bug_merge_on_data", OLDER,
+        (("        merged = attended.transpose(1, 2).reshape(batch, seq, self.embed_dim)\n",
+          "        merged = Tensor(np.transpose(attended.data, (0, 2, 1, 3)).reshape(batch, seq, self.embed_dim))\n"),),
+        ("mha_grad",), "only out_proj got gradients",
+        "The heads are merged with numpy on attended.data, which cuts the graph before out_proj."),
+    Bug("bug_transpose_heads_axis", OLDER,
+        (("    scores = Q.matmul(K.transpose(-2, -1))\n", "    scores = Q.matmul(K.transpose(1, 2))\n"),),
+        ("mha_shapes", *MHA_DOWNSTREAM), "(batch, heads, seq, head_dim) inputs",
+        "K is transposed on axes 1 and 2: right for 3-D inputs, wrong (seq and heads swapped) for 4-D ones."),
+    Bug("bug_pair_swapped", NEWER,
+        (("    return weights.matmul(V), weights\n", "    return weights, weights.matmul(V)\n"),),
+        ("sdpa_shapes", "sdpa_values", "sdpa_heads", "sdpa_mask", "sdpa_mask_refusal", "sdpa_grad", "mha_shapes",
+         *MHA_DOWNSTREAM),
+        "the wrong way round",
+        "Newer generation: the function returns (attention_weights, output) instead of (output, attention_weights)."),
+)
+
+STYLES: tuple[Style, ...] = (
+    Style("correct_head_loop", OLDER,
+          (("        q = self.q_proj.forward(x).reshape(batch, seq, self.num_heads, self.head_dim).transpose(1, 2)\n"
+            "        k = self.k_proj.forward(x).reshape(batch, seq, self.num_heads, self.head_dim).transpose(1, 2)\n"
+            "        v = self.v_proj.forward(x).reshape(batch, seq, self.num_heads, self.head_dim).transpose(1, 2)\n"
+            "        if mask is not None:\n            mask = Tensor(mask.data.reshape(batch, 1, seq, seq))\n"
+            "        attended, _ = scaled_dot_product_attention(q, k, v, mask)\n"
+            "        merged = attended.transpose(1, 2).reshape(batch, seq, self.embed_dim)\n"
+            "        return self.out_proj.forward(merged)\n",
+            "        q, k, v = self.q_proj(x), self.k_proj(x), self.v_proj(x)\n"
+            "        w_out = self.out_proj.weight\n"
+            "        total = None\n"
+            "        for h in range(self.num_heads):  # one 3-D attention per head\n"
+            "            cols = slice(h * self.head_dim, (h + 1) * self.head_dim)\n"
+            "            head, _ = scaled_dot_product_attention(q[:, :, cols], k[:, :, cols], v[:, :, cols], mask)\n"
+            "            part = head.matmul(w_out[cols])  # this head's rows of the output projection\n"
+            "            total = part if total is None else total + part\n"
+            "        return total + self.out_proj.bias\n"),),
+          "Older generation, one 3-D attention call per head on column slices, and out_proj applied piecewise "
+          "(each head times its rows of the output weight, summed) instead of concatenating the heads."),
+    Style("correct_layer_subclass", OLDER,
+          (("from tinytorch.core.layers import Linear\n", "from tinytorch.core.layers import Layer, Linear\n"),
+           ("    scores = Q.matmul(K.transpose(-2, -1))\n    scores = scores * (1.0 / math.sqrt(d_k))\n",
+            "    scores = (Q @ K.transpose()) / math.sqrt(d_k)\n"),
+           ("        penalty = (1.0 - mask.data) * MASK_VALUE\n        scores = scores + Tensor(penalty)\n",
+            "        scores = scores + Tensor(np.where(mask.data == 0, -np.inf, 0.0))\n"),
+           ("class MultiHeadAttention:\n", "class MultiHeadAttention(Layer):\n"),
+           ("        ### BEGIN SOLUTION\n        if embed_dim % num_heads != 0:",
+            "        ### BEGIN SOLUTION\n        super().__init__()\n        assert embed_dim % num_heads == 0, "
+            "'embed_dim must split evenly'\n        if embed_dim % num_heads != 0:"),
+           ("            mask = Tensor(mask.data.reshape(batch, 1, seq, seq))\n",
+            "            mask = mask.reshape(batch, 1, seq, seq)\n"),
+           ("    def __call__(self, x: Tensor, mask: Optional[Tensor] = None) -> Tensor:\n"
+            "        return self.forward(x, mask)\n\n", "")),
+          "Older generation on module 03's Layer base class (inherited __call__), the @ operator, K.transpose() "
+          "without arguments, division by sqrt(d_k), an additive -inf mask from np.where, mask.reshape, and an "
+          "assert for the head check."),
+)
+
+
+def build(entry: Bug | Style) -> str:
+    """The entry's notebook as JSON text: the base with its edits, edited cells' outputs cleared."""
+    nb = json.loads((FOLDER / entry.base).read_text(encoding="utf-8"))
+    for old, new in entry.edits:
+        hits = [c for c in nb["cells"] if c["cell_type"] == "code" and old in "".join(c["source"])]
+        source = "".join(hits[0]["source"]) if len(hits) == 1 else ""
+        if len(hits) != 1 or source.count(old) != 1:
+            raise ValueError(f"{entry.name}: {old!r} is not found exactly once in {entry.base}")
+        hits[0]["source"] = source.replace(old, new).splitlines(keepends=True)
+        hits[0]["outputs"], hits[0]["execution_count"] = [], None
+    return json.dumps(nb, indent=1, ensure_ascii=False) + "\n"
+
+
+ENTRIES: tuple[Bug | Style, ...] = (*BUGS, *STYLES)
+
+if __name__ == "__main__":
+    for entry in ENTRIES:
+        entry.path.write_text(build(entry), encoding="utf-8")
+        print(entry.path.name)
