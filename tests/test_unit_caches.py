@@ -24,7 +24,7 @@ def _keys() -> dict[str, str]:
 def test_installing_and_editing_another_unit_moves_none_of_module_11s_keys(tmp_path: Path) -> None:
     before = _keys()
     with unit_installed(tmp_path / "site") as site:
-        assert set(modules.installed()) == {"embeddings", "relu"}
+        assert set(modules.installed()) == {"attention", "embeddings", "relu"}
         assert _keys() == before
         toy = bundle_hash("relu")
         probes = site / "toy_relu" / "probes" / "__init__.py"

@@ -123,19 +123,20 @@ def test_a_course_admin_finds_a_modules_parts_and_grades_with_an_edited_rubric(t
     assert listed.returncode == 0, listed.stderr
     rows = [line.split() for line in listed.stdout.splitlines()]
     assert rows == [["-", "relu", str(toy_site / "toy_relu" / "rubric.toml")],
-                    ["11", "embeddings", str(ROOT / "grader" / "modules" / "embeddings" / "rubric.toml")]]
+                    ["11", "embeddings", str(ROOT / "grader" / "modules" / "embeddings" / "rubric.toml")],
+                    ["12", "attention", str(ROOT / "grader" / "modules" / "attention" / "rubric.toml")]]
     one = grader("modules", "11_embeddings")
     assert f"reviewed equivalent mutants: {ROOT / 'grader/modules/embeddings/mutants/equivalent.toml'}" in \
         " ".join(one.stdout.split())
     assert grader("modules", "--copy-rubrics", "rubrics").returncode == 0
-    assert sorted(p.name for p in (tmp_path / "rubrics").iterdir()) == ["11_embeddings.toml", "relu.toml"]
+    assert sorted(p.name for p in (tmp_path / "rubrics").iterdir()) == ["11_embeddings.toml", "12_attention.toml", "relu.toml"]
     copy = tmp_path / "rubrics" / "relu.toml"
     copy.write_text(copy.read_text(encoding="utf-8").replace("points = 6", "points = 16"), encoding="utf-8")
     graded = grader("grade", "--rubric", str(copy), str(_notebook(tmp_path, "correct", CORRECT)), "--json", "r.json")
     assert graded.returncode == 0, graded.stderr
     assert json.loads((tmp_path / "r.json").read_text())["max_score"] == 20
-    unknown = grader("modules", "12")
-    assert unknown.returncode == 2 and "no course module '12' is installed" in unknown.stderr
+    unknown = grader("modules", "13")
+    assert unknown.returncode == 2 and "no course module '13' is installed" in unknown.stderr
 
 
 # Generic words that contain a module-11 word, each with why it is not about the course module.
