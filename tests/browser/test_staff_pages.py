@@ -186,11 +186,12 @@ def test_staff_set_up_a_course_import_its_roster_hand_out_sign_ins_and_give_one_
     assert by_css(browser, "h1").text == "Setup Demo"
 
     by_css(browser, "#a-slug").send_keys("m11")
+    Select(by_css(browser, "#a-module")).select_by_value("embeddings")
     browser.execute_script("arguments[0].value = '2026-10-01T23:59'", by_css(browser, "#a-due"))
     Select(by_css(browser, "#a-total")).select_by_value("after_published")
     by_css(browser, "#new-assignment summary").click()
-    sin_values = by_css(browser, "option[value='sin_values=hidden']").find_element("xpath", "..")
-    Select(sin_values).select_by_value("sin_values=hidden")
+    sin_values = by_css(browser, "option[value='embeddings/sin_values=hidden']").find_element("xpath", "..")
+    Select(sin_values).select_by_value("embeddings/sin_values=hidden")
     by_css(browser, "#a-rate-count").clear()
     by_css(browser, "#a-rate-count").send_keys("5")
     click_and_load(browser, by_css(browser, "#new-assignment button[type=submit]"))

@@ -58,8 +58,9 @@ def test_staff_create_a_course_and_an_assignment_with_its_due_date_policy_and_ra
     assert 'href="/staff/courses/ml"' in client.get("/staff").text
 
     r = client.post("/staff/courses/ml/assignments", follow_redirects=False, data={
-        "csrf": csrf, "slug": "m11", "title": "Embeddings", "due": "2026-10-01T23:59", "total": "after_published",
-        "check": ["", "sin_values=hidden", "grad_batch=after_due_date"], "published": "on",
+        "csrf": csrf, "slug": "m11", "module": "embeddings", "title": "Embeddings", "due": "2026-10-01T23:59",
+        "total": "after_published", "published": "on",
+        "check": ["", "embeddings/sin_values=hidden", "embeddings/grad_batch=after_due_date", "attention/sdpa_values=hidden"],
         "rate_count": "5", "rate_minutes": "30"})
     assert r.status_code == 303, r.text
     page = client.get(r.headers["location"]).text
@@ -98,15 +99,18 @@ def test_a_bad_new_course_gives_the_form_back_with_the_problem(embedded: tuple[T
     pytest.param({"slug": "m11", "rate_count": "ten"}, "Uploads allowed: write a whole number", id="rate-not-a-number"),
     pytest.param({"slug": "m11", "rate_minutes": "0"}, "Per how many minutes: from 1 to", id="zero-window"),
     pytest.param({"slug": "m11", "total": "sometimes"}, "Total score shown:", id="bad-visibility"),
-    pytest.param({"slug": "m11", "check": "no_such_check=hidden"}, "names checks the rubric does not have",
+    pytest.param({"slug": "m11", "check": "embeddings/no_such_check=hidden"}, "names checks the rubric does not have",
                  id="unknown-check"),
+    pytest.param({"slug": "m11", "module": ""}, "Course module: choose which module the assignment grades",
+                 id="no-module"),
+    pytest.param({"slug": "m11", "module": "99_nothing"}, "no course module", id="unknown-module"),
     pytest.param({"slug": "m11", "title": "x" * 201}, "Title:", id="long-title"),
 ])
 def test_a_bad_new_assignment_gives_the_course_page_back_with_the_problem(
         embedded: tuple[TestClient, str], form: dict[str, str], said: str) -> None:
     client, csrf, staff = staff_client(embedded)
     new_course(client, csrf)
-    r = client.post("/staff/courses/ml/assignments", data={"csrf": csrf} | form)
+    r = client.post("/staff/courses/ml/assignments", data={"csrf": csrf, "module": "embeddings"} | form)
     assert 400 <= r.status_code < 500 and said in alert(r.text).replace("&#39;", "'"), alert(r.text)
     assert "Traceback" not in r.text and 'id="new-assignment"' in r.text
     assert client.get("/api/courses/ml/assignments", headers=staff).json() == []
@@ -115,9 +119,9 @@ def test_a_bad_new_assignment_gives_the_course_page_back_with_the_problem(
 def test_an_assignment_twice_is_refused_on_the_page(embedded: tuple[TestClient, str]) -> None:
     client, csrf, _staff = staff_client(embedded)
     new_course(client, csrf)
-    assert client.post("/staff/courses/ml/assignments", data={"csrf": csrf, "slug": "m11"},
+    assert client.post("/staff/courses/ml/assignments", data={"csrf": csrf, "slug": "m11", "module": "embeddings"},
                        follow_redirects=False).status_code == 303
-    r = client.post("/staff/courses/ml/assignments", data={"csrf": csrf, "slug": "m11"})
+    r = client.post("/staff/courses/ml/assignments", data={"csrf": csrf, "slug": "m11", "module": "embeddings"})
     assert r.status_code == 409 and "exists already" in alert(r.text)
 
 
@@ -223,7 +227,7 @@ def test_setup_forms_need_their_csrf_token_and_a_staff_sign_in(course: Course) -
     csrf = sign_in(client, token_of(course.staff))
     posts: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
         ("/staff/courses", {"slug": "other", "title": "Other"}, {}),
-        ("/staff/courses/cs249/assignments", {"slug": "m12"}, {}),
+        ("/staff/courses/cs249/assignments", {"slug": "m12", "module": "embeddings"}, {}),
         ("/staff/courses/cs249/roster", {}, {"files": {"roster": ("r.csv", b"student_id\nzed\n")}}),
         ("/staff/courses/cs249/sign-ins", {"who": "all", "format": "csv"}, {}),
         ("/staff/courses/cs249/rotate", {"student_id": "alice"}, {}),

@@ -22,8 +22,10 @@ from pydantic import ValidationError
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from ... import modules
 from ...export.base import csv_text
 from ...models import Visibility
+from ...modules import ModuleUnit
 from ...results.roster import MAX_BYTES, RosterError, parse_roster
 from ...results.tables import Assignment, Course, Student
 from .. import deps, ops
@@ -76,12 +78,17 @@ def _due(text: str) -> datetime | None:
     return at if at.tzinfo is not None else at.replace(tzinfo=UTC)
 
 
-def _policy(total: str, checks: list[str]) -> Policy:
+def _policy(total: str, checks: list[str], module: str) -> Policy:
+    """The visibility choices of the chosen module's checks (each select's value is
+    ``module/check=visibility``; the other modules' selects are left out)."""
     chosen: dict[str, str] = {}
     for value in checks:
-        check, _, visibility = value.partition("=")
         if not value:
             continue  # "as the rubric says"
+        owner, _, choice = value.rpartition("/")
+        if owner != module:
+            continue  # a check of another module's rubric
+        check, _, visibility = choice.partition("=")
         if visibility not in VISIBILITIES:
             raise ops.Invalid(f"Check visibility: {value[:80]!r} is not one of {', '.join(VISIBILITIES)}")
         chosen[check] = visibility
@@ -97,11 +104,14 @@ def assignment_body(form: dict[str, Any]) -> AssignmentIn:
     minutes = _whole(form["rate_minutes"], "Per how many minutes", RateLimit().window_s // 60)
     if not 1 <= minutes <= MAX_WINDOW_MIN:
         raise ops.Invalid(f"Per how many minutes: from 1 to {MAX_WINDOW_MIN} (30 days)")
-    policy = _policy(form["total"], form["checks"])
+    module = form["module"] or (next(iter(modules.installed())) if len(modules.installed()) == 1 else "")
+    if not module:
+        raise ops.Invalid("Course module: choose which module the assignment grades")
+    policy = _policy(form["total"], form["checks"], module)
     due_at = _due(form["due"])
     try:
         return AssignmentIn(slug=form["slug"], title=form["title"], due_at=due_at, published=form["published"],
-                            policy=policy, rate_limit=RateLimit(count=count, window_s=minutes * 60))
+                            module=module, policy=policy, rate_limit=RateLimit(count=count, window_s=minutes * 60))
     except ValidationError as e:
         raise ops.Invalid(_problems(e)) from None
 
@@ -115,7 +125,13 @@ def course_page(session: Session, slug: str) -> dict[str, Any]:
                                     .order_by(Student.student_id)))
     return {"course": course, "assignments": assignments, "students": students,
             "waiting": sum(1 for st in students if st.token_issued_at is None),
-            "checks": ops.parse_rubric(None).checks, "visibilities": VISIBILITIES, "visibility_text": VISIBILITY_TEXT}
+            "modules": [(unit, ops.parse_rubric(None, unit.name).checks) for unit in installed_units()],
+            "visibilities": VISIBILITIES, "visibility_text": VISIBILITY_TEXT}
+
+
+def installed_units() -> list[ModuleUnit]:
+    """The course modules an assignment may grade, in the course's order."""
+    return sorted(modules.installed().values(), key=lambda u: (u.number is None, u.number or 0, u.name))
 
 
 def sign_in_rows(request: Request, issued: list[tuple[Student, str]]) -> list[dict[str, str]]:
@@ -183,13 +199,13 @@ def course(request: Request, course: Slug, added: Annotated[str, Query(max_lengt
 
 def create_assignment(request: Request, course: Slug, csrf: Csrf, slug: Text = "", title: Text = "",
                       due: Text = "", total: Text = "", rate_count: Text = "", rate_minutes: Text = "",
-                      published: Text = "", check: Annotated[list[str] | None, Form(max_length=200)] = None,
-                      ) -> Response:
+                      published: Text = "", module: Text = "",
+                      check: Annotated[list[str] | None, Form(max_length=200)] = None) -> Response:
     deps.check_csrf(request, csrf)
     who = deps.signed_in(request, staff=True)
     form: dict[str, Any] = {"slug": slug.strip(), "title": title.strip(), "due": due.strip(), "total": total,
                             "rate_count": rate_count, "rate_minutes": rate_minutes,
-                            "published": published == "on", "checks": check or []}
+                            "published": published == "on", "module": module.strip(), "checks": check or []}
 
     def work(s: Session) -> str:
         c = ops.course_by_slug(s, course)
