@@ -191,8 +191,14 @@ def parse_rubric(toml_text: str | None, module: str | None = None) -> Rubric:
     """The rubric given as text (validated exactly as ``--rubric``), else the installed rubric of
     ``module`` (default: the only installed module). Invalid (422) names what is wrong: an unknown
     module, or several installed and none named, lists the installed ones."""
+    from .. import modules
     from ..modules.choose import choose_module, find_unit
 
+    installed = modules.installed()
+    if not module and toml_text is None and len(installed) > 1:
+        known = ", ".join(f"{u.name} ({u.number})" if u.number is not None else u.name for u in installed.values())
+        raise Invalid(f"module: several course modules are installed ({known}): name the one this assignment grades "
+                      "in its \"module\" field")
     try:
         unit = find_unit(module) if module else None
         if toml_text is None:

@@ -71,7 +71,8 @@ class Service:
         with self.api() as http:
             assert http.post("/api/courses", json={"slug": slug, "title": title}).status_code == 201
             for a in assignments:
-                r = http.post(f"/api/courses/{slug}/assignments", json={"slug": a, "rate_limit": {"count": 50}})
+                body = {"slug": a, "module": "embeddings", "rate_limit": {"count": 50}}
+                r = http.post(f"/api/courses/{slug}/assignments", json=body)
                 assert r.status_code == 201, r.text
             r = http.post(f"/api/courses/{slug}/roster", files={"roster": ("roster.csv", roster.encode())})
             assert r.status_code == 200, r.text
