@@ -28,7 +28,7 @@ from .lti.ags import passback_panel
 from .lti.routes import router as lti_router
 from .metrics import registry
 from .notify import Subscriber, Waiters
-from .settings import Settings
+from .settings import ServiceSettings
 from .sweeper import Sweeper, sweep
 from .web.pages import error_page, is_page
 from .web.routes import mount_web
@@ -44,7 +44,7 @@ def bootstrap_staff(db: Database) -> str | None:
     return db.run(first)
 
 
-def create_app(settings: Settings, *, dispatcher: Dispatcher | None = None,
+def create_app(settings: ServiceSettings, *, dispatcher: Dispatcher | None = None,
                announce: Callable[[str], None] = print) -> FastAPI:
     """The application. ``dispatcher`` defaults to the in-process pool (embedded) or Celery."""
     db = Database(settings.database_url)
@@ -70,7 +70,7 @@ def create_app(settings: Settings, *, dispatcher: Dispatcher | None = None,
 
 
 @asynccontextmanager
-async def started(app: FastAPI, settings: Settings, dispatcher: Dispatcher | None,
+async def started(app: FastAPI, settings: ServiceSettings, dispatcher: Dispatcher | None,
                   announce: Callable[[str], None]) -> AsyncIterator[None]:
     """The store migrated, the first staff credential announced, the graders, the announcements'
     subscriber and the sweeper started; at the end, all stopped (the embedded pool finishes its

@@ -29,7 +29,7 @@ from .dispatch import Dispatcher
 from .limits import Waiting
 from .notify import Waiters
 from .schemas import SLUG, SUBMISSION_ID
-from .settings import Settings
+from .settings import ServiceSettings
 from .sweeper import hand_over
 from .web.sessions import csrf_ok, load_secret, principal_of, session_claim
 
@@ -47,8 +47,8 @@ def database(request: Request) -> Database:
     return db
 
 
-def settings(request: Request) -> Settings:
-    found: Settings = request.app.state.settings
+def settings(request: Request) -> ServiceSettings:
+    found: ServiceSettings = request.app.state.settings
     return found
 
 

@@ -21,7 +21,7 @@ from fastapi.responses import StreamingResponse
 
 from ..errors import Busy, RateLimited, StoreUnavailable
 from ..results.roster import MAX_BYTES as ROSTER_BYTES
-from .settings import Settings
+from .settings import ServiceSettings
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -38,7 +38,7 @@ _ROSTERS = re.compile(r"^/(api/courses/[^/]+/roster|staff/courses/[^/]+/roster)/
 _ASSIGNMENTS = re.compile(r"^/api/courses/[^/]+/assignments(/[^/]+)?/?$")
 
 
-def body_cap(settings: Settings, path: str) -> tuple[int, str]:
+def body_cap(settings: ServiceSettings, path: str) -> tuple[int, str]:
     """The most a request body to ``path`` may hold, and what to say when one holds more."""
     if _UPLOADS.match(path):
         kib = settings.max_upload_bytes // 1024
@@ -60,7 +60,7 @@ class BodyLimit:
     """Refuses request bodies over their route's cap (413) before they are read, and API writes
     without a known token (401) before their body is read."""
 
-    def __init__(self, app: ASGIApp, settings: Settings,
+    def __init__(self, app: ASGIApp, settings: ServiceSettings,
                  signed_in: Callable[[Scope, str], Awaitable[bool]] | None = None) -> None:
         self.app, self.settings, self.signed_in = app, settings, signed_in
 

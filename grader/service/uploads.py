@@ -32,7 +32,7 @@ from ..results.names import is_safe
 from ..results.tables import Assignment, Course, Student, Submission
 from . import ops
 from .auth import Principal, require_course
-from .settings import Settings
+from .settings import ServiceSettings
 from .views import status_view
 
 READERS = 2
@@ -102,7 +102,7 @@ def _read(stored: str, content: bytes, limits: LoadLimits) -> models.Submission:
 
 
 async def accept(run: Callable[[Callable[[Session], Any]], Any], dispatch: Callable[[str, int], None],
-                 settings: Settings, principal: Principal, course: str, assignment: str, file: UploadFile,
+                 settings: ServiceSettings, principal: Principal, course: str, assignment: str, file: UploadFile,
                  student_id: str | None = None) -> dict[str, Any]:
     """Check, read, commit, then enqueue an upload (the API's and the web pages' one way in).
 

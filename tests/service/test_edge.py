@@ -25,7 +25,7 @@ from sqlalchemy import event
 
 from grader.service import uploads
 from grader.service.app import create_app
-from grader.service.settings import Settings
+from grader.service.settings import ServiceSettings
 from tests.service.conftest import ROOT, SUBMISSIONS, Course, make_course
 from tests.service.servers import free_port, stop_pid, wait_port
 
@@ -47,14 +47,14 @@ class Parked:
 
 
 @contextmanager
-def parked_service(settings: Settings) -> Iterator[tuple[TestClient, str]]:
+def parked_service(settings: ServiceSettings) -> Iterator[tuple[TestClient, str]]:
     printed: list[str] = []
     with TestClient(create_app(settings, dispatcher=Parked(), announce=printed.append)) as client:
         yield client, printed[0].rsplit(" ", 1)[1]
 
 
 @pytest.fixture
-def parked(settings: Settings) -> Iterator[tuple[TestClient, str]]:
+def parked(settings: ServiceSettings) -> Iterator[tuple[TestClient, str]]:
     with parked_service(settings) as service:
         yield service
 
@@ -146,7 +146,7 @@ def test_the_rate_limit_holds_under_concurrent_uploads_on_sqlite(parked: tuple[T
 
 
 def test_the_rate_limit_holds_under_concurrent_uploads_on_postgresql(tmp_path: Path, pg_url: str) -> None:
-    settings = Settings(data_dir=tmp_path / "data", database=pg_url, hostname="api@test")
+    settings = ServiceSettings(data_dir=tmp_path / "data", database=pg_url, hostname="api@test")
     with parked_service(settings) as (client, token):
         course = make_course(client, token, rate_limit={"count": 2, "window_s": 3600})
         statuses = _race(course, 24)
@@ -156,7 +156,7 @@ def test_the_rate_limit_holds_under_concurrent_uploads_on_postgresql(tmp_path: P
 # ---- the queue is bounded ---------------------------------------------------------------------------
 
 
-def test_a_full_queue_answers_503_with_retry_after_and_uploads_show_their_place(settings: Settings) -> None:
+def test_a_full_queue_answers_503_with_retry_after_and_uploads_show_their_place(settings: ServiceSettings) -> None:
     with parked_service(replace(settings, queue_per_assignment=2)) as (client, token):
         course = make_course(client, token)
         first = course.upload("alice", SUBMISSIONS / "x.py", content=SOURCE + b"# 1\n")
@@ -179,7 +179,7 @@ def test_a_full_queue_answers_503_with_retry_after_and_uploads_show_their_place(
 # ---- waiting connections ----------------------------------------------------------------------------
 
 
-def test_event_streams_and_long_polls_are_capped_per_student(settings: Settings) -> None:
+def test_event_streams_and_long_polls_are_capped_per_student(settings: ServiceSettings) -> None:
     with parked_service(replace(settings, streams_per_student=2)) as (client, token):
         course = make_course(client, token)
         sid = course.upload("alice", SUBMISSIONS / "correct_source.py").json()["id"]
@@ -224,7 +224,7 @@ def test_a_long_poll_reads_the_store_only_as_a_slow_fallback(parked: tuple[TestC
     assert len(reads) <= 3  # at the start and at the end (re-reading each second: 5)
 
 
-def test_a_long_poll_is_woken_by_the_finished_grading(settings: Settings) -> None:
+def test_a_long_poll_is_woken_by_the_finished_grading(settings: ServiceSettings) -> None:
     from grader.results.tables import Submission
 
     with parked_service(replace(settings, poll_interval_s=600)) as (client, token):
@@ -246,7 +246,7 @@ def test_a_long_poll_is_woken_by_the_finished_grading(settings: Settings) -> Non
         assert view["status"] == "graded" and time.monotonic() - started < 60  # woken, not at the end of its wait
 
 
-def test_the_embedded_graders_tell_the_waiters_when_a_grading_starts(settings: Settings) -> None:
+def test_the_embedded_graders_tell_the_waiters_when_a_grading_starts(settings: ServiceSettings) -> None:
     """The in-process pool wakes a submission's waiters twice: once its ``grading`` status is in the
     store, and once its result is."""
     from grader.results.tables import Submission
@@ -271,7 +271,7 @@ def test_the_embedded_graders_tell_the_waiters_when_a_grading_starts(settings: S
     assert told == [(sid, "grading"), (sid, "graded")]
 
 
-def test_an_event_stream_says_grading_as_soon_as_it_starts(settings: Settings, tmp_path: Path) -> None:
+def test_an_event_stream_says_grading_as_soon_as_it_starts(settings: ServiceSettings, tmp_path: Path) -> None:
     """Bob's slow upload holds the one grader; Alice's waits behind it. Her stream says "grading"
     the moment the grader takes hers, not at its next re-read of the store (15 s later, by which
     time hers is graded: the stream would never have said "grading")."""
@@ -330,7 +330,7 @@ def test_a_worker_announces_when_a_grading_starts_and_when_it_ends(redis_server:
 
         monkeypatch.setattr(tasks, "run_job", run_job)
         monkeypatch.setattr(tasks._State, "db", object())
-        worker = Settings(broker=redis_server.url, hostname="w@test")
+        worker = ServiceSettings(broker=redis_server.url, hostname="w@test")
         monkeypatch.setattr(tasks._State, "settings", worker)
         heard.clear()
         assert tasks.register_task(tasks.make_celery(worker)).run(sid, 1) == "graded"
