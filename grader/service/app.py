@@ -56,7 +56,8 @@ def create_app(settings: ServiceSettings, *, dispatcher: Dispatcher | None = Non
 
     app = FastAPI(title="TinyTorch grading service", version=__version__, lifespan=lifespan)
     state = app.state
-    state.db, state.settings, state.waiters = db, settings, Waiters()
+    state.db, state.settings = db, settings
+    state.waiters = Waiters(started_in=lambda sid: db.run(lambda s: ops.started_in(s, sid)))
     state.waiting = Waiting(settings.streams_per_student, settings.streams_total)
     state.metrics, state.lms_panel = registry(db), passback_panel
     app.add_middleware(BodyLimit, settings=settings, signed_in=token_checker(db))
@@ -73,7 +74,7 @@ def create_app(settings: ServiceSettings, *, dispatcher: Dispatcher | None = Non
 async def started(app: FastAPI, settings: ServiceSettings, dispatcher: Dispatcher | None,
                   announce: Callable[[str], None]) -> AsyncIterator[None]:
     """The store migrated, the first staff credential announced, the graders, the announcements'
-    subscriber and the sweeper started; at the end, all stopped (the embedded pool finishes its
+    subscriber, the sweeper and the waiters' watch started; at the end, all stopped (the embedded pool finishes its
     gradings in progress first)."""
     db: Database = app.state.db
     waiters: Waiters = app.state.waiters
@@ -93,9 +94,12 @@ async def started(app: FastAPI, settings: ServiceSettings, dispatcher: Dispatche
     else:
         subscriber.start()
     sweeper.start()
+    watch = asyncio.create_task(waiters.watch(lambda ids: db.run(lambda s: ops.statuses(s, ids)),
+                                              settings.poll_interval_s))
     try:
         yield
     finally:
+        watch.cancel()
         sweeper.stop()
         if subscriber is not None:
             subscriber.stop()

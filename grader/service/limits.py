@@ -125,18 +125,23 @@ def _bearer(header: bytes) -> str | None:
     return token if scheme.lower() == "bearer" and token and len(token) <= 200 else None
 
 
+SIGNED_IN = "grader.signed_in"  # the ASGI scope key of the (token, principal) that ``token_checker`` found
+
+
 def token_checker(db: Any) -> Callable[[Scope, str], Awaitable[bool]]:
-    """Whether a bearer token is a known credential of ``db`` (the store read in a thread)."""
+    """Whether a bearer token is a known credential of ``db`` (the store read in a thread); its
+    principal is kept in the request's scope, so that the route does not look the token up again."""
     from fastapi import HTTPException
 
     from .auth import authenticate
 
-    async def known(_scope: Scope, token: str) -> bool:
+    async def known(scope: Scope, token: str) -> bool:
         def check() -> bool:
             try:
-                db.run(lambda s: authenticate(s, token))
+                principal = db.run(lambda s: authenticate(s, token))
             except HTTPException:
                 return False
+            scope[SIGNED_IN] = (token, principal)  # for deps.current_principal: one look-up a request
             return True
 
         return await run_in_threadpool(check)

@@ -408,6 +408,20 @@ def queue_place(session: Session, sub: Submission) -> int | None:
     return int(ahead) + 1
 
 
+def statuses(session: Session, ids: list[str]) -> dict[str, object]:
+    """The (status, generation) of each of these submissions that exists, in one query."""
+    rows = session.execute(select(Submission.id, Submission.status, Submission.generation)
+                           .where(Submission.id.in_(ids)))
+    return {sid: (status, generation) for sid, status, generation in rows}
+
+
+def started_in(session: Session, submission_id: str) -> int | None:
+    """The assignment of this submission if it is grading now (its grading just started), else None."""
+    row = session.execute(select(Submission.assignment_id, Submission.status)
+                          .where(Submission.id == submission_id)).first()
+    return row[0] if row is not None and row[1] == "grading" else None
+
+
 def regrade(session: Session, sub: Submission, staff: str) -> Submission:
     """Ask for a new grading (the next generation); earlier results stay in the history."""
     now = utcnow()
