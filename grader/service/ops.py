@@ -391,9 +391,9 @@ WAITING = ("queued", "grading")
 
 
 def _check_queue(session: Session, assignment: Assignment, queue: Queue) -> None:
-    mine = session.scalar(select(func.count(Submission.id)).where(Submission.assignment_id == assignment.id,
-                                                                  Submission.status.in_(WAITING))) or 0
-    total = session.scalar(select(func.count(Submission.id)).where(Submission.status.in_(WAITING))) or 0
+    counts = session.execute(select(func.count(Submission.id).filter(Submission.assignment_id == assignment.id),
+                                    func.count(Submission.id)).where(Submission.status.in_(WAITING))).one()
+    mine, total = int(counts[0] or 0), int(counts[1] or 0)
     if mine >= queue.per_assignment or total >= queue.total:
         raise Busy(f"the grader has {max(mine, total)} uploads waiting already and takes no more for now; your file "
                    "was not kept: upload it again in a minute (it does not count against your limit)", retry_after=60)

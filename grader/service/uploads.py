@@ -153,9 +153,16 @@ def _view(session: Session, sub: Submission, *, created: bool) -> dict[str, Any]
 
 def _target(session: Session, who: Principal, course: str, assignment: str, student_id: str | None
             ) -> tuple[Assignment, Student]:
-    c = ops.course_by_slug(session, course)
+    """The assignment and the submitting student (course and assignment in one query)."""
+    found = session.execute(select(Course, Assignment).join(Assignment, Assignment.course_id == Course.id)
+                            .where(Course.slug == course, Assignment.slug == assignment)).first()
+    if found is None:  # one of them is missing: the lookups one by one say which, as they always did
+        c = ops.course_by_slug(session, course)
+        require_course(who, c.id)
+        return ops.assignment_by_slug(session, c, assignment), _submitter(session, who, c, student_id)
+    c, a = found.tuple()
     require_course(who, c.id)
-    return ops.assignment_by_slug(session, c, assignment), _submitter(session, who, c, student_id)
+    return a, _submitter(session, who, c, student_id)
 
 
 def _submitter(session: Session, who: Principal, course: Course, student_id: str | None) -> Student:
