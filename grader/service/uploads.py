@@ -160,7 +160,7 @@ def _target(session: Session, who: Principal, course: str, assignment: str, stud
         c = ops.course_by_slug(session, course)
         require_course(who, c.id)
         return ops.assignment_by_slug(session, c, assignment), _submitter(session, who, c, student_id)
-    c, a = found.tuple()
+    c, a = found
     require_course(who, c.id)
     return a, _submitter(session, who, c, student_id)
 
