@@ -12,17 +12,24 @@
 | ``GRADER_AUTOGRADER_ROOT`` | Gradescope's autograder folder (default ``/autograder``) |
 
 The process reads them once; ``reload()`` reads them again (tests that change the environment).
+The table is ``variables_table()``, made from ``EnvironmentSettings``' fields (a test keeps them equal).
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 TRUE = ("1", "true", "yes")
+
+
+def _variable(name: str, meaning: str) -> Any:
+    """A field read from the variable ``name``; ``meaning`` is its row in the table above."""
+    return field(metadata={"variable": name, "meaning": meaning})
 
 
 @dataclass(frozen=True)
@@ -30,14 +37,22 @@ class EnvironmentSettings:
     """What the environment says to every grader process (the CLI, the daemon, tito, the pytest
     plugin, a sandbox's host side); the service's own settings are grader.service.settings'."""
 
-    cache: Path
-    seed_secret: bytes | None  # GRADER_SEED_SECRET; None when unset (grader.secret says what is used then)
-    daemon: bool
-    daemon_idle_s: float
-    image_online: bool
-    local_mode: str | None
-    autograder_root: Path | None
-    module: str | None = None  # GRADER_MODULE; see grader.modules.choose for where it ranks
+    cache: Path = _variable("GRADER_CACHE", "per-user cache: bundles, expected outputs, the daemon's socket "
+                                            "(``~/.cache/tinytorch-grader``)")
+    seed_secret: bytes | None = _variable(  # None when unset (grader.secret says what is used then)
+        "GRADER_SEED_SECRET", "the course's key for the inputs of non-visible checks (students must not know it; "
+                              "``grader.secret``)")
+    daemon: bool = _variable("GRADER_NO_DAEMON", "``1``: never use or start the warm grading daemon")
+    daemon_idle_s: float = _variable("GRADER_DAEMON_IDLE_S", "seconds the daemon waits for a request before it "
+                                                             "exits (default 900)")
+    image_online: bool = _variable("GRADER_IMAGE_ONLINE", "``1``: build the Docker image ``FROM python:3.11-slim`` "
+                                                          "instead of with debootstrap")
+    local_mode: str | None = _variable("GRADER_LOCAL_MODE", "``fallback`` or ``none``: force the local backend's "
+                                                            "mode (tests of those modes)")
+    module: str | None = _variable("GRADER_MODULE", "the course module to grade when the notebook does not say "
+                                                    "(grader.modules.choose)")
+    autograder_root: Path | None = _variable("GRADER_AUTOGRADER_ROOT", "Gradescope's autograder folder (default "
+                                                                       "``/autograder``)")
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str]) -> EnvironmentSettings:
@@ -70,3 +85,10 @@ def reload() -> EnvironmentSettings:
     """Read the environment again (after a test changed it)."""
     settings.cache_clear()
     return settings()
+
+
+def variables_table() -> str:
+    """The table of this module's docstring, from the fields: one row per variable."""
+    rows = ["| variable | meaning |", "|---|---|"]
+    rows += [f"| ``{f.metadata['variable']}`` | {f.metadata['meaning']} |" for f in fields(EnvironmentSettings)]
+    return "\n".join(rows) + "\n"

@@ -124,11 +124,11 @@ def test_the_service_grades_with_a_secret_of_its_own_kept_in_its_store(tmp_path:
     from grader.results.tables import Meta
     from grader.service.app import create_app
     from grader.service.ops import SEED_SECRET_KEY
-    from grader.service.settings import Settings
+    from grader.service.settings import ServiceSettings
 
     from .service.conftest import make_course
 
-    settings = Settings(data_dir=tmp_path / "data", workers=1, official=True, hostname="embedded@test")
+    settings = ServiceSettings(data_dir=tmp_path / "data", workers=1, official=True, hostname="embedded@test")
     printed: list[str] = []
     with TestClient(create_app(settings, announce=printed.append)) as client:
         course = make_course(client, printed[0].rsplit(" ", 1)[1])

@@ -55,30 +55,40 @@ def regrade_every(request: Request, principal: Principal, course: str, assignmen
 
 
 def load_status(request: Request, principal: Principal, submission_id: str) -> dict[str, Any]:
-    def work(s: Session) -> dict[str, Any]:
+    return _read_status(request, principal, submission_id)[0]
+
+
+def _read_status(request: Request, principal: Principal, submission_id: str) -> tuple[dict[str, Any], int]:
+    """The status view, with the submission's assignment (whose queue an event stream follows)."""
+    def work(s: Session) -> tuple[dict[str, Any], int]:
         sub = own_submission(s, principal, submission_id)
-        return status_view(sub) | {"queue_place": ops.queue_place(s, sub)}
+        return status_view(sub) | {"queue_place": ops.queue_place(s, sub)}, sub.assignment_id
 
     return deps.run(request, work)
 
 
 async def wait_status(request: Request, principal: Principal, submission_id: str, wait_s: float,
-                      last: dict[str, Any] | None = None) -> dict[str, Any]:
+                      last: dict[str, Any] | None = None, assignment: int | None = None) -> dict[str, Any]:
     """The status, as soon as it is final or its status or queue place differs from ``last``'s,
-    or after ``wait_s``. A grading that starts or ends wakes the wait (``notify``); the store is
-    re-read every ``poll_interval_s`` besides, for what no announcement told."""
+    or after ``wait_s``. A grading that starts or ends wakes the wait (``notify``), and so, for a
+    queued ``last`` of ``assignment`` (an event stream), does a grading of that assignment that
+    starts (its place moved); the store is read again only then. The slow fallback for what no
+    announcement told: ``Waiters.watch``, one read for every waiter each ``poll_interval_s``; an
+    event stream also re-reads its place that often."""
     settings, waiters = deps.settings(request), deps.waiters(request)
     deadline = time.monotonic() + min(wait_s, settings.long_poll_max_s)
+    follows = assignment if last is not None and last["status"] == "queued" else None
     while True:
-        event = waiters.register(submission_id)
+        event = waiters.register(submission_id, follows=follows)
         try:
             view = await run_in_threadpool(load_status, request, principal, submission_id)
             left = deadline - time.monotonic()
             moved = last is not None and (view["status"], view["queue_place"]) != (last["status"], last["queue_place"])
             if view["final"] or moved or left <= 0:
                 return view
+            waiters.seen(submission_id, event, (view["status"], view["generation"]))
             try:
-                await asyncio.wait_for(event.wait(), min(left, settings.poll_interval_s))
+                await asyncio.wait_for(event.wait(), left if last is None else min(left, settings.poll_interval_s))
             except TimeoutError:
                 pass
         finally:
@@ -98,7 +108,7 @@ async def status_events(request: Request, principal: Principal, submission_id: s
     """Server-sent events: one ``status`` event per change, until the status is final."""
     give_back = deps.take_place(request, principal)
     try:
-        first = await run_in_threadpool(load_status, request, principal, submission_id)
+        first, assignment = await run_in_threadpool(_read_status, request, principal, submission_id)
     except BaseException:
         give_back()
         raise
@@ -107,7 +117,7 @@ async def status_events(request: Request, principal: Principal, submission_id: s
         view = first
         yield f"event: status\ndata: {json.dumps(view)}\n\n"
         while not view["final"]:
-            view = await wait_status(request, principal, submission_id, 15.0, last=view)
+            view = await wait_status(request, principal, submission_id, 15.0, last=view, assignment=assignment)
             yield f"event: status\ndata: {json.dumps(view)}\n\n"
 
     return HeldStream(stream(), give_back, media_type="text/event-stream", headers={"Cache-Control": "no-store"})

@@ -28,7 +28,7 @@ from .lti.ags import passback_panel
 from .lti.routes import router as lti_router
 from .metrics import registry
 from .notify import Subscriber, Waiters
-from .settings import Settings
+from .settings import ServiceSettings
 from .sweeper import Sweeper, sweep
 from .web.pages import error_page, is_page
 from .web.routes import mount_web
@@ -44,7 +44,7 @@ def bootstrap_staff(db: Database) -> str | None:
     return db.run(first)
 
 
-def create_app(settings: Settings, *, dispatcher: Dispatcher | None = None,
+def create_app(settings: ServiceSettings, *, dispatcher: Dispatcher | None = None,
                announce: Callable[[str], None] = print) -> FastAPI:
     """The application. ``dispatcher`` defaults to the in-process pool (embedded) or Celery."""
     db = Database(settings.database_url)
@@ -56,7 +56,8 @@ def create_app(settings: Settings, *, dispatcher: Dispatcher | None = None,
 
     app = FastAPI(title="TinyTorch grading service", version=__version__, lifespan=lifespan)
     state = app.state
-    state.db, state.settings, state.waiters = db, settings, Waiters()
+    state.db, state.settings = db, settings
+    state.waiters = Waiters(started_in=lambda sid: db.run(lambda s: ops.started_in(s, sid)))
     state.waiting = Waiting(settings.streams_per_student, settings.streams_total)
     state.metrics, state.lms_panel = registry(db), passback_panel
     app.add_middleware(BodyLimit, settings=settings, signed_in=token_checker(db))
@@ -70,10 +71,10 @@ def create_app(settings: Settings, *, dispatcher: Dispatcher | None = None,
 
 
 @asynccontextmanager
-async def started(app: FastAPI, settings: Settings, dispatcher: Dispatcher | None,
+async def started(app: FastAPI, settings: ServiceSettings, dispatcher: Dispatcher | None,
                   announce: Callable[[str], None]) -> AsyncIterator[None]:
     """The store migrated, the first staff credential announced, the graders, the announcements'
-    subscriber and the sweeper started; at the end, all stopped (the embedded pool finishes its
+    subscriber, the sweeper and the waiters' watch started; at the end, all stopped (the embedded pool finishes its
     gradings in progress first)."""
     db: Database = app.state.db
     waiters: Waiters = app.state.waiters
@@ -93,9 +94,12 @@ async def started(app: FastAPI, settings: Settings, dispatcher: Dispatcher | Non
     else:
         subscriber.start()
     sweeper.start()
+    watch = asyncio.create_task(waiters.watch(lambda ids: db.run(lambda s: ops.statuses(s, ids)),
+                                              settings.poll_interval_s))
     try:
         yield
     finally:
+        watch.cancel()
         sweeper.stop()
         if subscriber is not None:
             subscriber.stop()

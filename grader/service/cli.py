@@ -1,5 +1,6 @@
 """``grader serve`` and ``grader worker``. Only the standard library is imported until a command
-runs: ``add_service_parsers`` is called every time the ``grader`` command line is built."""
+runs: ``add_service_parsers`` is called every time the ``grader`` command line is built. The
+options' help is the settings' own (``settings.option_help``)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import cliargs
+from .settings import option_help
 
 EXIT_OK, EXIT_USAGE = 0, 2
 SHUTDOWN_REQUESTS_S = 5
@@ -27,30 +29,25 @@ def add_service_parsers(subparsers: Any) -> None:
                        help="print a new staff credential for NAME and exit")
     _common(serve, broker_required=False)
     serve.add_argument("--workers", type=cliargs.at_least(1, "grading threads"), default=2,
-                       help="embedded mode: grading threads (default 2)")
+                       help=option_help("workers", default="2"))
     worker = subparsers.add_parser("worker", help="grade jobs from the service's Celery queue (scaled-out mode)",
                                    description="Consume grading jobs from --broker and store results in --database. "
                                                "Run one per host; SIGTERM finishes the jobs in progress first.")
     _common(worker, broker_required=True)
     worker.add_argument("--concurrency", type=cliargs.at_least(1, "jobs graded at once"), default=os.cpu_count() or 1,
-                        help="jobs graded at once")
-    worker.add_argument("--hostname", default=None, help="worker name (default grader@<host name>)")
+                        help=option_help("workers", default="the CPU count"))
+    worker.add_argument("--hostname", default=None, help=option_help("hostname"))
     worker.add_argument("--pool", choices=["threads", "prefork", "solo"], default="threads")
 
 
 def _common(p: argparse.ArgumentParser, *, broker_required: bool) -> None:
-    p.add_argument("--data", type=Path, default=None, metavar="DIR",
-                   help="data folder (SQLite database of the embedded mode); default ./grader-data or $GRADER_DATA")
+    p.add_argument("--data", type=Path, default=None, metavar="DIR", help=option_help("data_dir"))
     p.add_argument("--broker", required=broker_required and not os.environ.get("GRADER_BROKER_URL"),
-                   type=cliargs.broker_url, default=None, metavar="URL",
-                   help="Redis URL (redis://host:6379/0); or $GRADER_BROKER_URL")
+                   type=cliargs.broker_url, default=None, metavar="URL", help=option_help("broker"))
     p.add_argument("--database", required=broker_required and not os.environ.get("GRADER_DATABASE_URL"),
-                   type=cliargs.database_url,
-                   default=None, metavar="URL", help="SQLAlchemy URL (postgresql://user:pw@host/db); "
-                                                    "or $GRADER_DATABASE_URL; default SQLite in --data")
-    p.add_argument("--backend", choices=["local", "docker"], default="local", help="sandbox backend of the graders")
-    p.add_argument("--practice", action="store_true",
-                   help="local backend: grade even where not every isolation layer can be verified (not official)")
+                   type=cliargs.database_url, default=None, metavar="URL", help=option_help("database"))
+    p.add_argument("--backend", choices=["local", "docker"], default="local", help=option_help("backend"))
+    p.add_argument("--practice", action="store_true", help=option_help("official", default="official grading"))
 
 
 def service_command(args: argparse.Namespace) -> int:
@@ -62,7 +59,7 @@ def service_command(args: argparse.Namespace) -> int:
         print(f"error: {EXTRA_HINT}", file=sys.stderr)
         return EXIT_USAGE
     from ..errors import GraderError
-    from .settings import Settings
+    from .settings import ServiceSettings
 
     if args.data is not None and (problem := _data_problem(args.data)):
         print(f"error: --data {args.data}: {problem}", file=sys.stderr)
@@ -81,9 +78,9 @@ def service_command(args: argparse.Namespace) -> int:
         if args.command == "worker":
             from .tasks import run_worker
 
-            settings = Settings.from_env(**common, workers=args.concurrency, hostname=args.hostname)
+            settings = ServiceSettings.from_env(**common, workers=args.concurrency, hostname=args.hostname)
             return run_worker(settings, pool=args.pool)
-        settings = Settings.from_env(**common, workers=args.workers)
+        settings = ServiceSettings.from_env(**common, workers=args.workers)
         if args.add_staff:
             return _add_staff(settings, args.add_staff)
         return _serve(settings, args.host, args.port)

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 from ..results.database import Database
 from .jobs import Heartbeat, run_job
-from .settings import Settings
+from .settings import ServiceSettings
 
 log = logging.getLogger("grader.service")
 
@@ -37,7 +37,7 @@ class LocalPool:
     own warm sandbox. ``on_change(submission_id)`` is called once a job's grading has started and
     again after its result is committed (``notify.Waiters.notify``: the live statuses answer at once)."""
 
-    def __init__(self, db: Database, settings: Settings, on_change: Callable[[str], None] | None = None) -> None:
+    def __init__(self, db: Database, settings: ServiceSettings, on_change: Callable[[str], None] | None = None) -> None:
         self.db, self.settings, self.on_change = db, settings, on_change
         self._pool = ThreadPoolExecutor(max_workers=max(1, settings.workers), thread_name_prefix="grade")
         self._closed, self._abandoned = threading.Event(), threading.Event()
@@ -119,7 +119,7 @@ class LocalPool:
 class CeleryDispatcher:
     """The scaled-out mode: a Celery task on the Redis broker, picked up by ``grader worker``s."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: ServiceSettings) -> None:
         from .tasks import make_celery
 
         self.app: Any = make_celery(settings)

@@ -21,7 +21,7 @@ from fastapi.responses import StreamingResponse
 
 from ..errors import Busy, RateLimited, StoreUnavailable
 from ..results.roster import MAX_BYTES as ROSTER_BYTES
-from .settings import Settings
+from .settings import ServiceSettings
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -38,7 +38,7 @@ _ROSTERS = re.compile(r"^/(api/courses/[^/]+/roster|staff/courses/[^/]+/roster)/
 _ASSIGNMENTS = re.compile(r"^/api/courses/[^/]+/assignments(/[^/]+)?/?$")
 
 
-def body_cap(settings: Settings, path: str) -> tuple[int, str]:
+def body_cap(settings: ServiceSettings, path: str) -> tuple[int, str]:
     """The most a request body to ``path`` may hold, and what to say when one holds more."""
     if _UPLOADS.match(path):
         kib = settings.max_upload_bytes // 1024
@@ -60,7 +60,7 @@ class BodyLimit:
     """Refuses request bodies over their route's cap (413) before they are read, and API writes
     without a known token (401) before their body is read."""
 
-    def __init__(self, app: ASGIApp, settings: Settings,
+    def __init__(self, app: ASGIApp, settings: ServiceSettings,
                  signed_in: Callable[[Scope, str], Awaitable[bool]] | None = None) -> None:
         self.app, self.settings, self.signed_in = app, settings, signed_in
 
@@ -125,18 +125,23 @@ def _bearer(header: bytes) -> str | None:
     return token if scheme.lower() == "bearer" and token and len(token) <= 200 else None
 
 
+SIGNED_IN = "grader.signed_in"  # the ASGI scope key of the (token, principal) that ``token_checker`` found
+
+
 def token_checker(db: Any) -> Callable[[Scope, str], Awaitable[bool]]:
-    """Whether a bearer token is a known credential of ``db`` (the store read in a thread)."""
+    """Whether a bearer token is a known credential of ``db`` (the store read in a thread); its
+    principal is kept in the request's scope, so that the route does not look the token up again."""
     from fastapi import HTTPException
 
     from .auth import authenticate
 
-    async def known(_scope: Scope, token: str) -> bool:
+    async def known(scope: Scope, token: str) -> bool:
         def check() -> bool:
             try:
-                db.run(lambda s: authenticate(s, token))
+                principal = db.run(lambda s: authenticate(s, token))
             except HTTPException:
                 return False
+            scope[SIGNED_IN] = (token, principal)  # for deps.current_principal: one look-up a request
             return True
 
         return await run_in_threadpool(check)

@@ -4,7 +4,8 @@ answer as soon as a grading starts or its result is committed, instead of each r
 The embedded pool calls ``Waiters.notify`` itself; a ``grader worker`` on any host announces the
 change on the Redis broker (``announce``, pub/sub), and each API's ``Subscriber`` hands it to its
 ``Waiters``. An announcement is only a submission id: whoever waits reads the status again. Best
-effort: a lost message costs one poll interval (``poll_interval_s``), nothing else."""
+effort: a lost message costs one poll interval (``poll_interval_s``), nothing else: every interval,
+``Waiters.watch`` reads the status of all waited-for submissions at once, not once per waiter."""
 
 from __future__ import annotations
 
@@ -37,10 +38,15 @@ def announce(broker_url: str, submission_id: str) -> None:
 
 class Waiters:
     """The API process's waiting connections, by submission: ``notify`` (from any thread) wakes
-    those of one submission."""
+    those of one submission, and, when it is a grading that started (``started_in`` says so: one
+    store read, only while someone follows a queue), the event streams of the same assignment's
+    queued uploads, whose place in the queue moved. ``watch`` is the slow fallback for what no
+    announcement told: one store read for all the waiting connections every interval."""
 
-    def __init__(self) -> None:
-        self._events: dict[str, set[asyncio.Event]] = {}
+    def __init__(self, started_in: Callable[[str], int | None] | None = None) -> None:
+        self._events: dict[str, dict[asyncio.Event, object]] = {}  # each waiter's last seen status
+        self._followers: dict[int, set[asyncio.Event]] = {}  # by assignment: streams of queued uploads
+        self.started_in = started_in  # the assignment of a submission now grading, else None
         self.loop: asyncio.AbstractEventLoop | None = None
 
     def notify(self, submission_id: str) -> None:  # any thread
@@ -50,17 +56,69 @@ class Waiters:
     def _set(self, submission_id: str) -> None:
         for event in self._events.get(submission_id, ()):
             event.set()
+        if self._followers and self.started_in is not None and self.loop is not None:
+            self.loop.create_task(self._wake_followers(submission_id))
 
-    def register(self, submission_id: str) -> asyncio.Event:
+    async def _wake_followers(self, submission_id: str) -> None:
+        assert self.loop is not None and self.started_in is not None
+        try:
+            assignment = await self.loop.run_in_executor(None, self.started_in, submission_id)
+        except Exception:  # the store is unreachable: the streams re-read it at their next interval
+            log.info("could not tell the queue of %s's assignment that it moved", submission_id, exc_info=True)
+            return
+        for event in self._followers.get(assignment, ()) if assignment is not None else ():
+            event.set()
+
+    def register(self, submission_id: str, *, follows: int | None = None) -> asyncio.Event:
+        """An event set when ``submission_id``'s status changes, and (``follows``: an assignment)
+        when a grading of that assignment starts."""
         event = asyncio.Event()
-        self._events.setdefault(submission_id, set()).add(event)
+        self._events.setdefault(submission_id, {})[event] = None
+        if follows is not None:
+            self._followers.setdefault(follows, set()).add(event)
         return event
 
+    def seen(self, submission_id: str, event: asyncio.Event, status: object) -> None:
+        """What this waiter read last (``watch`` wakes it when the store says otherwise)."""
+        waiting = self._events.get(submission_id)
+        if waiting is not None and event in waiting:
+            waiting[event] = status
+
     def unregister(self, submission_id: str, event: asyncio.Event) -> None:
-        waiting = self._events.get(submission_id, set())
-        waiting.discard(event)
+        waiting = self._events.get(submission_id, {})
+        waiting.pop(event, None)
         if not waiting:
             self._events.pop(submission_id, None)
+        for assignment, followers in list(self._followers.items()):
+            if event in followers:
+                followers.discard(event)
+                if not followers:
+                    del self._followers[assignment]
+
+    async def watch(self, read: Callable[[list[str]], dict[str, object]], interval_s: float) -> None:
+        """Until cancelled: every ``interval_s``, the status of every waited-for submission in one
+        store read (``read(ids)``: id -> status), waking each waiter whose last seen status differs."""
+        assert self.loop is not None
+        while True:
+            await asyncio.sleep(interval_s)
+            waiting = {sid: [(e, s) for e, s in events.items() if s is not None] for sid, events in self._events.items()}
+            ids = sorted(sid for sid, events in waiting.items() if events)
+            if not ids:
+                continue
+            try:
+                now: dict[str, object] = {}
+                for first in range(0, len(ids), WATCH_CHUNK):
+                    now |= await self.loop.run_in_executor(None, read, ids[first:first + WATCH_CHUNK])
+            except Exception:  # the store is down: the waits end at their deadlines, or the next read tells
+                log.info("could not re-read the waited-for statuses", exc_info=True)
+                continue
+            for sid in ids:
+                for event, status in waiting[sid]:
+                    if now.get(sid) != status:
+                        event.set()
+
+
+WATCH_CHUNK = 500  # submission ids in one re-read
 
 
 class Subscriber:

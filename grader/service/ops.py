@@ -397,9 +397,9 @@ WAITING = ("queued", "grading")
 
 
 def _check_queue(session: Session, assignment: Assignment, queue: Queue) -> None:
-    mine = session.scalar(select(func.count(Submission.id)).where(Submission.assignment_id == assignment.id,
-                                                                  Submission.status.in_(WAITING))) or 0
-    total = session.scalar(select(func.count(Submission.id)).where(Submission.status.in_(WAITING))) or 0
+    counts = session.execute(select(func.count(Submission.id).filter(Submission.assignment_id == assignment.id),
+                                    func.count(Submission.id)).where(Submission.status.in_(WAITING))).one()
+    mine, total = int(counts[0] or 0), int(counts[1] or 0)
     if mine >= queue.per_assignment or total >= queue.total:
         raise Busy(f"the grader has {max(mine, total)} uploads waiting already and takes no more for now; your file "
                    "was not kept: upload it again in a minute (it does not count against your limit)", retry_after=60)
@@ -412,6 +412,20 @@ def queue_place(session: Session, sub: Submission) -> int | None:
     ahead = session.scalar(select(func.count(Submission.id)).where(
         Submission.status == "queued", Submission.requested_at < sub.requested_at)) or 0
     return int(ahead) + 1
+
+
+def statuses(session: Session, ids: list[str]) -> dict[str, object]:
+    """The (status, generation) of each of these submissions that exists, in one query."""
+    rows = session.execute(select(Submission.id, Submission.status, Submission.generation)
+                           .where(Submission.id.in_(ids)))
+    return {sid: (status, generation) for sid, status, generation in rows}
+
+
+def started_in(session: Session, submission_id: str) -> int | None:
+    """The assignment of this submission if it is grading now (its grading just started), else None."""
+    row = session.execute(select(Submission.assignment_id, Submission.status)
+                          .where(Submission.id == submission_id)).first()
+    return row[0] if row is not None and row[1] == "grading" else None
 
 
 def regrade(session: Session, sub: Submission, staff: str) -> Submission:

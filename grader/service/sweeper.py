@@ -77,12 +77,18 @@ def _set_enqueued(session: Session, submission_id: str, generation: int, at: dat
     return int(result.rowcount)  # type: ignore[attr-defined]
 
 
-def send_unsent(db: Database, dispatcher: Dispatcher) -> int:
-    """Hand over every queued submission not handed over yet, oldest request first. Each is
-    claimed (``enqueued_at`` set where it was NULL) before it is sent: two API replicas never both
-    send it. Stops at the first the broker refuses (it is down: the next sweep tries again)."""
-    unsent = db.run(lambda s: s.execute(select(Submission.id, Submission.generation).where(
+def _unsent(session: Session) -> list[Any]:
+    return list(session.execute(select(Submission.id, Submission.generation).where(
         Submission.status == "queued", Submission.enqueued_at.is_(None)).order_by(Submission.requested_at)).all())
+
+
+def send_unsent(db: Database, dispatcher: Dispatcher, unsent: list[Any] | None = None) -> int:
+    """Hand over every queued submission not handed over yet (``unsent``, if read already), oldest
+    request first. Each is claimed (``enqueued_at`` set where it was NULL) before it is sent: two
+    API replicas never both send it. Stops at the first the broker refuses (it is down: the next
+    sweep tries again)."""
+    if unsent is None:
+        unsent = db.run(_unsent)
     handed = 0
     for submission_id, generation in unsent:
         if not db.run(partial(_set_enqueued, submission_id=submission_id, generation=generation, at=utcnow(),
@@ -97,21 +103,23 @@ def send_unsent(db: Database, dispatcher: Dispatcher) -> int:
     return handed
 
 
-def requeue_lost_gradings(db: Database, lost_s: float, stuck_s: float) -> int:
-    """Put back to ``queued`` (not handed over) every grading whose worker's heartbeat is older
-    than ``lost_s`` (or missing), or that has been grading for longer than ``stuck_s``."""
+def _lost_gradings(session: Session, lost_s: float, stuck_s: float) -> list[Any]:
     now = utcnow()
     lost, stuck = now - timedelta(seconds=lost_s), now - timedelta(seconds=stuck_s)
+    return list(session.execute(
+        select(Submission.id, Submission.generation, Submission.worker)
+        .outerjoin(Worker, Worker.hostname == Submission.worker)
+        .where(Submission.status == "grading",
+               or_(Worker.hostname.is_(None), Worker.last_seen < lost, Submission.started_at < stuck))).all())
 
-    def find(s: Session) -> list[Any]:
-        return list(s.execute(
-            select(Submission.id, Submission.generation, Submission.worker)
-            .outerjoin(Worker, Worker.hostname == Submission.worker)
-            .where(Submission.status == "grading",
-                   or_(Worker.hostname.is_(None), Worker.last_seen < lost, Submission.started_at < stuck))).all())
 
+def requeue_lost_gradings(db: Database, lost_s: float, stuck_s: float, found: list[Any] | None = None) -> int:
+    """Put back to ``queued`` (not handed over) every grading whose worker's heartbeat is older
+    than ``lost_s`` (or missing), or that has been grading for longer than ``stuck_s`` (``found``:
+    those gradings, if read already)."""
     requeued = 0
-    for submission_id, generation, worker in db.run(find):
+    for submission_id, generation, worker in found if found is not None else db.run(
+            partial(_lost_gradings, lost_s=lost_s, stuck_s=stuck_s)):
         if db.run(partial(_requeue, submission_id=submission_id, generation=generation, worker=worker)):
             log.warning("submission %s: its worker %s is gone (no heartbeat for %.0f s) or lost it: graded again",
                         submission_id, worker or "?", lost_s)
@@ -134,14 +142,24 @@ class LostJobs:
     def __init__(self) -> None:
         self.suspects: set[tuple[str, int]] = set()
 
-    def requeue(self, db: Database, dispatcher: Dispatcher) -> int:
+    @staticmethod
+    def handed_over() -> tuple[Any, ...]:
+        """Queued submissions handed over long enough ago to be in the broker by now."""
+        settled = utcnow() - timedelta(seconds=SETTLE_S)
+        return Submission.status == "queued", Submission.enqueued_at.is_not(None), Submission.enqueued_at < settled
+
+    @classmethod
+    def count(cls, session: Session) -> int:
+        return session.scalar(select(func.count()).select_from(Submission).where(*cls.handed_over())) or 0
+
+    def requeue(self, db: Database, dispatcher: Dispatcher, count: int | None = None) -> int:
+        """(``count``: ``LostJobs.count``, if read already.)"""
         depth, held = getattr(dispatcher, "depth", None), getattr(dispatcher, "held", None)
         if depth is None or held is None:
             return 0
-        settled = utcnow() - timedelta(seconds=SETTLE_S)
-        handed_over = (Submission.status == "queued", Submission.enqueued_at.is_not(None),
-                       Submission.enqueued_at < settled)
-        count = db.run(lambda s: s.scalar(select(func.count()).select_from(Submission).where(*handed_over))) or 0
+        handed_over = self.handed_over()
+        if count is None:
+            count = db.run(self.count)
         in_broker = depth() if count else 0
         if in_broker is None or in_broker >= count:
             self.suspects.clear()
@@ -181,18 +199,26 @@ class Sweeper:
         self._thread.start()
 
     def sweep_once(self) -> None:
+        """One sweep. What it looks for is read in one unit of work (a sweep that finds nothing,
+        the usual one, costs one round of queries); only what it changed is read again."""
         now = time.monotonic()
         try:
+            judge = self._healthy_since is not None and now - self._healthy_since >= self.worker_lost_s
+            holds = hasattr(self.dispatcher, "held")
+
+            def survey(s: Session) -> tuple[list[Any], int, list[Any]]:
+                lost = _lost_gradings(s, self.worker_lost_s, self.older_than_s) if judge else []
+                if not holds:  # a dispatcher that cannot say what it holds: re-send what waited too long
+                    _forget_older(s, self.older_than_s)
+                return lost, LostJobs.count(s) if holds else 0, _unsent(s)
+
+            lost, handed_over, unsent = self.db.run(survey)
             if self._healthy_since is None:
-                self.db.run(lambda s: s.execute(select(1)))
                 self._healthy_since = now
-            if now - self._healthy_since >= self.worker_lost_s:
-                requeue_lost_gradings(self.db, self.worker_lost_s, self.older_than_s)
-            if hasattr(self.dispatcher, "held"):
-                self.lost_jobs.requeue(self.db, self.dispatcher)
-            else:  # a dispatcher that cannot say what it holds: re-send what waited too long
-                self.db.run(partial(_forget_older, older_than_s=self.older_than_s))
-            send_unsent(self.db, self.dispatcher)
+            changed = requeue_lost_gradings(self.db, self.worker_lost_s, self.older_than_s, found=lost) if lost else 0
+            if holds:
+                changed += self.lost_jobs.requeue(self.db, self.dispatcher, count=handed_over)
+            send_unsent(self.db, self.dispatcher, None if changed else unsent)
         except Exception:
             self._healthy_since = None
             raise

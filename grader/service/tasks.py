@@ -21,7 +21,7 @@ from celery.signals import worker_process_init, worker_shutdown
 from ..results.database import Database, StoreUnavailable
 from .jobs import Heartbeat, requeue_grading_of, run_job
 from .notify import announce
-from .settings import Settings
+from .settings import ServiceSettings
 
 TASK_NAME = "grader.grade"  # the Celery task name the API enqueues and workers serve
 log = logging.getLogger("grader.service")
@@ -29,7 +29,7 @@ QUEUE = "grader"
 SUBMISSION_ID = re.compile(r"^[0-9a-f]{32}$")
 
 
-def make_celery(settings: Settings) -> Celery:
+def make_celery(settings: ServiceSettings) -> Celery:
     app = Celery("grader", broker=settings.broker, set_as_current=False)
     app.conf.update(
         task_acks_late=True,
@@ -52,7 +52,7 @@ def make_celery(settings: Settings) -> Celery:
 
 class _State:
     db: Database | None = None
-    settings: Settings | None = None
+    settings: ServiceSettings | None = None
 
 
 def register_task(app: Celery) -> Any:
@@ -105,7 +105,7 @@ class QuietRetries(logging.Filter):
         return self
 
 
-def run_worker(settings: Settings, pool: str = "threads") -> int:
+def run_worker(settings: ServiceSettings, pool: str = "threads") -> int:
     """``grader worker``: migrate if needed, then consume jobs until SIGTERM (warm shutdown: the jobs
     in progress finish and are acknowledged first) or SIGINT."""
     db = Database(settings.database_url)

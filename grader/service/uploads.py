@@ -32,7 +32,7 @@ from ..results.names import is_safe
 from ..results.tables import Assignment, Course, Student, Submission
 from . import ops
 from .auth import Principal, require_course
-from .settings import Settings
+from .settings import ServiceSettings
 from .views import status_view
 
 READERS = 2
@@ -102,7 +102,7 @@ def _read(stored: str, content: bytes, limits: LoadLimits) -> models.Submission:
 
 
 async def accept(run: Callable[[Callable[[Session], Any]], Any], dispatch: Callable[[str, int], None],
-                 settings: Settings, principal: Principal, course: str, assignment: str, file: UploadFile,
+                 settings: ServiceSettings, principal: Principal, course: str, assignment: str, file: UploadFile,
                  student_id: str | None = None) -> dict[str, Any]:
     """Check, read, commit, then enqueue an upload (the API's and the web pages' one way in).
 
@@ -153,9 +153,16 @@ def _view(session: Session, sub: Submission, *, created: bool) -> dict[str, Any]
 
 def _target(session: Session, who: Principal, course: str, assignment: str, student_id: str | None
             ) -> tuple[Assignment, Student]:
-    c = ops.course_by_slug(session, course)
+    """The assignment and the submitting student (course and assignment in one query)."""
+    found = session.execute(select(Course, Assignment).join(Assignment, Assignment.course_id == Course.id)
+                            .where(Course.slug == course, Assignment.slug == assignment)).first()
+    if found is None:  # one of them is missing: the lookups one by one say which, as they always did
+        c = ops.course_by_slug(session, course)
+        require_course(who, c.id)
+        return ops.assignment_by_slug(session, c, assignment), _submitter(session, who, c, student_id)
+    c, a = found
     require_course(who, c.id)
-    return ops.assignment_by_slug(session, c, assignment), _submitter(session, who, c, student_id)
+    return a, _submitter(session, who, c, student_id)
 
 
 def _submitter(session: Session, who: Principal, course: Course, student_id: str | None) -> Student:

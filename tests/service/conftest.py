@@ -19,7 +19,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from grader.service.app import create_app
-from grader.service.settings import Settings
+from grader.service.settings import ServiceSettings
 from tests.service.servers import PostgresServer, RedisServer, postgres_bindir, redis_binary, stop_pid
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -96,12 +96,12 @@ def make_course(client: TestClient, staff_token: str, *, policy: dict[str, Any] 
 
 
 @pytest.fixture
-def settings(tmp_path: Path) -> Settings:
-    return Settings(data_dir=tmp_path / "data", workers=2, official=True, hostname="embedded@test")
+def settings(tmp_path: Path) -> ServiceSettings:
+    return ServiceSettings(data_dir=tmp_path / "data", workers=2, official=True, hostname="embedded@test")
 
 
 @pytest.fixture
-def embedded(settings: Settings) -> Iterator[tuple[TestClient, str]]:
+def embedded(settings: ServiceSettings) -> Iterator[tuple[TestClient, str]]:
     """A started embedded service and its first staff token (as printed on first start)."""
     printed: list[str] = []
     with browser(create_app(settings, announce=printed.append)) as client:

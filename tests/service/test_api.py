@@ -14,7 +14,7 @@ from pathlib import Path
 from fastapi.testclient import TestClient
 
 from grader.service.app import create_app
-from grader.service.settings import Settings
+from grader.service.settings import ServiceSettings
 from tests.service.conftest import EMBEDDINGS_RUBRIC, SIN_EXPONENT_SCORE, SIN_POINTS, SUBMISSIONS, Course, make_course
 
 
@@ -154,7 +154,7 @@ class Dropping:
         pass
 
 
-def test_work_accepted_before_a_stop_is_graded_at_the_next_start(settings: Settings) -> None:
+def test_work_accepted_before_a_stop_is_graded_at_the_next_start(settings: ServiceSettings) -> None:
     printed: list[str] = []
     with TestClient(create_app(settings, dispatcher=Dropping(), announce=printed.append)) as client:
         course = make_course(client, printed[0].rsplit(" ", 1)[1])
@@ -167,7 +167,7 @@ def test_work_accepted_before_a_stop_is_graded_at_the_next_start(settings: Setti
     assert again == []  # the staff sign-in is printed on the first start only
 
 
-def test_shutdown_finishes_grading_in_progress(settings: Settings, tmp_path: Path) -> None:
+def test_shutdown_finishes_grading_in_progress(settings: ServiceSettings, tmp_path: Path) -> None:
     printed: list[str] = []
     with TestClient(create_app(settings, announce=printed.append)) as client:
         course = make_course(client, printed[0].rsplit(" ", 1)[1])
@@ -194,7 +194,7 @@ class Refusing:
         pass
 
 
-def test_an_upload_the_broker_refused_is_handed_over_at_the_first_sweep_it_answers(settings: Settings) -> None:
+def test_an_upload_the_broker_refused_is_handed_over_at_the_first_sweep_it_answers(settings: ServiceSettings) -> None:
     """Was: re-sent only once older than GRADER_PENDING_TIMEOUT_S (300 s)."""
     broker = Refusing()
     printed: list[str] = []

@@ -25,7 +25,7 @@ from sqlalchemy import event
 
 from grader.service import uploads
 from grader.service.app import create_app
-from grader.service.settings import Settings
+from grader.service.settings import ServiceSettings
 from tests.service.conftest import ROOT, SUBMISSIONS, Course, make_course
 from tests.service.servers import free_port, stop_pid, wait_port
 
@@ -47,14 +47,14 @@ class Parked:
 
 
 @contextmanager
-def parked_service(settings: Settings) -> Iterator[tuple[TestClient, str]]:
+def parked_service(settings: ServiceSettings) -> Iterator[tuple[TestClient, str]]:
     printed: list[str] = []
     with TestClient(create_app(settings, dispatcher=Parked(), announce=printed.append)) as client:
         yield client, printed[0].rsplit(" ", 1)[1]
 
 
 @pytest.fixture
-def parked(settings: Settings) -> Iterator[tuple[TestClient, str]]:
+def parked(settings: ServiceSettings) -> Iterator[tuple[TestClient, str]]:
     with parked_service(settings) as service:
         yield service
 
@@ -146,7 +146,7 @@ def test_the_rate_limit_holds_under_concurrent_uploads_on_sqlite(parked: tuple[T
 
 
 def test_the_rate_limit_holds_under_concurrent_uploads_on_postgresql(tmp_path: Path, pg_url: str) -> None:
-    settings = Settings(data_dir=tmp_path / "data", database=pg_url, hostname="api@test")
+    settings = ServiceSettings(data_dir=tmp_path / "data", database=pg_url, hostname="api@test")
     with parked_service(settings) as (client, token):
         course = make_course(client, token, rate_limit={"count": 2, "window_s": 3600})
         statuses = _race(course, 24)
@@ -156,7 +156,7 @@ def test_the_rate_limit_holds_under_concurrent_uploads_on_postgresql(tmp_path: P
 # ---- the queue is bounded ---------------------------------------------------------------------------
 
 
-def test_a_full_queue_answers_503_with_retry_after_and_uploads_show_their_place(settings: Settings) -> None:
+def test_a_full_queue_answers_503_with_retry_after_and_uploads_show_their_place(settings: ServiceSettings) -> None:
     with parked_service(replace(settings, queue_per_assignment=2)) as (client, token):
         course = make_course(client, token)
         first = course.upload("alice", SUBMISSIONS / "x.py", content=SOURCE + b"# 1\n")
@@ -179,7 +179,7 @@ def test_a_full_queue_answers_503_with_retry_after_and_uploads_show_their_place(
 # ---- waiting connections ----------------------------------------------------------------------------
 
 
-def test_event_streams_and_long_polls_are_capped_per_student(settings: Settings) -> None:
+def test_event_streams_and_long_polls_are_capped_per_student(settings: ServiceSettings) -> None:
     with parked_service(replace(settings, streams_per_student=2)) as (client, token):
         course = make_course(client, token)
         sid = course.upload("alice", SUBMISSIONS / "correct_source.py").json()["id"]
@@ -224,7 +224,7 @@ def test_a_long_poll_reads_the_store_only_as_a_slow_fallback(parked: tuple[TestC
     assert len(reads) <= 3  # at the start and at the end (re-reading each second: 5)
 
 
-def test_a_long_poll_is_woken_by_the_finished_grading(settings: Settings) -> None:
+def test_a_long_poll_is_woken_by_the_finished_grading(settings: ServiceSettings) -> None:
     from grader.results.tables import Submission
 
     with parked_service(replace(settings, poll_interval_s=600)) as (client, token):
@@ -246,7 +246,83 @@ def test_a_long_poll_is_woken_by_the_finished_grading(settings: Settings) -> Non
         assert view["status"] == "graded" and time.monotonic() - started < 60  # woken, not at the end of its wait
 
 
-def test_the_embedded_graders_tell_the_waiters_when_a_grading_starts(settings: Settings) -> None:
+def test_a_grading_that_starts_moves_the_queue_places_of_the_assignments_event_streams(
+        settings: ServiceSettings) -> None:
+    """Bob's upload waits behind Alice's. When hers starts grading, his stream says place 1 at once
+    (the announcement wakes the same assignment's queued streams), not at its next re-read (15 s)."""
+    from grader.results.tables import Submission
+
+    with parked_service(replace(settings, poll_interval_s=600)) as (client, token):
+        course = make_course(client, token)
+        first = course.upload("alice", SUBMISSIONS / "x.py", content=SOURCE + b"# 1\n").json()["id"]
+        second = course.upload("bob", SUBMISSIONS / "x.py", content=SOURCE + b"# 2\n").json()["id"]
+        app: Any = client.app
+        places: list[int | None] = []
+        with client.stream("GET", f"/api/submissions/{second}/events", headers=course.students["bob"]) as events:
+            lines = events.iter_lines()
+            for line in lines:
+                if line.startswith("data: "):
+                    places.append(json.loads(line.removeprefix("data: "))["queue_place"])
+                    if len(places) == 1:
+                        time.sleep(0.5)  # the stream is waiting now
+
+                        def started(s: Any) -> None:
+                            s.get_one(Submission, first).status = "grading"
+
+                        app.state.db.run(started)
+                        woken = time.monotonic()
+                        app.state.waiters.notify(first)  # what the graders' announcement does
+                    else:
+                        break
+        assert places == [2, 1]
+        assert time.monotonic() - woken < 8  # woken, not at the stream's next re-read
+
+
+def test_waiting_long_polls_share_one_store_read_per_interval(settings: ServiceSettings) -> None:
+    """Two long polls on two queued uploads, with the slow fallback every 0.5 s: each interval
+    reads both statuses in one query (not one per waiter), and a change no announcement told still
+    ends a wait."""
+    with parked_service(replace(settings, poll_interval_s=0.5)) as (client, token):
+        views, reads = _two_long_polls(client, token)
+    assert [v["status"] for v in views] == ["graded", "queued"]
+    per_waiter = [r for r in reads if "submissions.id = " in r]  # one submission: a waiter's own read
+    shared = [r for r in reads if "submissions.id IN" in r]
+    assert len(per_waiter) <= 2 * 2 + 1  # each poll reads at its start and at its end (alice's: once woken)
+    assert 3 <= len(shared) <= 12  # one read for both each 0.5 s, over about 4 s
+
+
+def _two_long_polls(client: TestClient, token: str) -> tuple[list[dict[str, Any]], list[str]]:
+    from grader.results.tables import Submission
+
+    course = make_course(client, token)
+    app: Any = client.app
+    ids = [course.upload(who, SUBMISSIONS / "x.py", content=SOURCE + f"# {who}\n".encode()).json()["id"]
+           for who in ("alice", "bob")]
+    reads: list[str] = []
+
+    def count(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        if "FROM submissions" in statement and "count(" not in statement:
+            reads.append(statement)
+
+    engine = app.state.db.engine
+    event.listen(engine, "before_cursor_execute", count)
+    try:
+        with ThreadPoolExecutor(2) as pool:
+            polls = [pool.submit(client.get, f"/api/submissions/{sid}", params={"wait": 4},
+                                 headers=course.students[who]) for sid, who in zip(ids, ("alice", "bob"), strict=True)]
+            time.sleep(2.5)
+
+            def graded(s: Any) -> None:
+                s.get_one(Submission, ids[0]).status = "graded"
+
+            app.state.db.run(graded)  # told to nobody: the fallback read finds it
+            views = [p.result(timeout=60).json() for p in polls]
+    finally:
+        event.remove(engine, "before_cursor_execute", count)
+    return views, reads
+
+
+def test_the_embedded_graders_tell_the_waiters_when_a_grading_starts(settings: ServiceSettings) -> None:
     """The in-process pool wakes a submission's waiters twice: once its ``grading`` status is in the
     store, and once its result is."""
     from grader.results.tables import Submission
@@ -271,7 +347,7 @@ def test_the_embedded_graders_tell_the_waiters_when_a_grading_starts(settings: S
     assert told == [(sid, "grading"), (sid, "graded")]
 
 
-def test_an_event_stream_says_grading_as_soon_as_it_starts(settings: Settings, tmp_path: Path) -> None:
+def test_an_event_stream_says_grading_as_soon_as_it_starts(settings: ServiceSettings, tmp_path: Path) -> None:
     """Bob's slow upload holds the one grader; Alice's waits behind it. Her stream says "grading"
     the moment the grader takes hers, not at its next re-read of the store (15 s later, by which
     time hers is graded: the stream would never have said "grading")."""
@@ -330,7 +406,7 @@ def test_a_worker_announces_when_a_grading_starts_and_when_it_ends(redis_server:
 
         monkeypatch.setattr(tasks, "run_job", run_job)
         monkeypatch.setattr(tasks._State, "db", object())
-        worker = Settings(broker=redis_server.url, hostname="w@test")
+        worker = ServiceSettings(broker=redis_server.url, hostname="w@test")
         monkeypatch.setattr(tasks._State, "settings", worker)
         heard.clear()
         assert tasks.register_task(tasks.make_celery(worker)).run(sid, 1) == "graded"

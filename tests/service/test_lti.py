@@ -26,7 +26,7 @@ from grader.service.app import create_app
 from grader.service.lti.ags import Tokens, deliver_due
 from grader.service.lti.launch import JWKS_REFETCH_COOLDOWN_S
 from grader.service.lti.routes import app_config, tokens
-from grader.service.settings import Settings
+from grader.service.settings import ServiceSettings
 from tests.service.conftest import browser
 from tests.service.lti_platform import CLIENT_ID, LMS, Served, lti_toml, rsa_pem
 
@@ -37,7 +37,7 @@ def _world(tmp_path: Path, registered: bool = True, allow: tuple[str, ...] = ("1
     served = Served(lms)
     (tmp_path / "lti.toml").write_text(lti_toml(lms, "https://testserver", 0.01, registered, allow))
     tokens_seen: list[str] = []
-    app = create_app(Settings(data_dir=tmp_path, sweep_interval_s=3600), announce=tokens_seen.append)
+    app = create_app(ServiceSettings(data_dir=tmp_path, sweep_interval_s=3600), announce=tokens_seen.append)
     with browser(app, base_url="https://testserver") as client:
         staff = {"Authorization": "Bearer " + tokens_seen[0].rsplit(" ", 1)[1]}
         lms.tool_jwks = lambda: client.get("/lti/jwks").json()

@@ -17,7 +17,7 @@ from fastapi.datastructures import DefaultPlaceholder
 from fastapi.routing import iter_route_contexts
 
 from grader.service.app import create_app
-from grader.service.settings import Settings
+from grader.service.settings import ServiceSettings
 
 SNAPSHOT = Path(__file__).with_name("routes.json")
 
@@ -60,7 +60,7 @@ def operations(app: FastAPI) -> dict[str, dict[str, Any]]:
 
 
 def current(tmp: Path) -> dict[str, Any]:
-    app = create_app(Settings(data_dir=tmp / "data"))  # routes only: the app is not started
+    app = create_app(ServiceSettings(data_dir=tmp / "data"))  # routes only: the app is not started
     return {"routes": routes(app), "openapi": operations(app)}
 
 

@@ -28,7 +28,7 @@ from sqlalchemy import func, select
 from grader.results.database import Database
 from grader.results.tables import Grading, Submission
 from grader.service.app import create_app
-from grader.service.settings import Settings
+from grader.service.settings import ServiceSettings
 from tests.service.conftest import SUBMISSIONS, Course, make_course, slow_notebook
 from tests.service.servers import PostgresServer, RedisServer
 
@@ -46,7 +46,7 @@ def api(tmp_path: Path) -> Iterator[Any]:
     started: list[TestClient] = []
 
     def start(broker: str, database: str, **timeouts: Any) -> tuple[Course, Database]:
-        settings = Settings(data_dir=tmp_path / "api", broker=broker, database=database, hostname="api@test",
+        settings = ServiceSettings(data_dir=tmp_path / "api", broker=broker, database=database, hostname="api@test",
                             **(timeouts or FAST))
         printed: list[str] = []
         client = TestClient(create_app(settings, announce=printed.append))
