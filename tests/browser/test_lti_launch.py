@@ -37,7 +37,8 @@ def lti_world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Servic
             svc = Service(tool, staff_token)
             with svc.api() as http:
                 assert http.post("/api/courses", json={"slug": "cs249", "title": "ML Systems"}).status_code == 201
-                r = http.post("/api/courses/cs249/assignments", json={"slug": "m11", "policy": {"total": "visible"}})
+                body = {"slug": "m11", "module": "embeddings", "policy": {"total": "visible"}}
+                r = http.post("/api/courses/cs249/assignments", json=body)
                 assert r.status_code == 201, r.text
                 lms.custom = {"grader_link": http.get("/lti/courses/cs249/assignments/m11/link").json()["value"]}
             yield svc, served
