@@ -343,3 +343,14 @@ COMPARATORS: dict[str, Any] = {}
 NOT_APPLICABLE: dict[str, Any] = {}
 GENERATION = generation
 ERROR_CAUSE = error_cause
+
+
+def source_generation(cells: Sequence[str]) -> str | None:
+    """A correct source's generation, from its code (grader selftest --mutants): 'newer' when it
+    masks with ``masked_fill`` or splits heads in a ``_split_heads`` method (the newer course's
+    helpers), else 'older'."""
+    code = "\n".join(cells)
+    return "newer" if "masked_fill" in code or "def _split_heads" in code else "older"
+
+
+SOURCE_GENERATION = source_generation
