@@ -8,9 +8,9 @@ rewrites the notebooks; ``tests/test_attention.py`` grades them and checks that 
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass
 from pathlib import Path
+
+from ..bugs import kinds
 
 FOLDER = Path(__file__).resolve().parents[2] / "grader" / "modules" / "attention" / "examples"
 OLDER, NEWER = "correct_older.ipynb", "correct_newer.ipynb"
@@ -18,29 +18,15 @@ OLDER, NEWER = "correct_older.ipynb", "correct_newer.ipynb"
 MHA_DOWNSTREAM = ("mha_values_visible", "mha_values", "mha_mask", "mha_grad")
 
 
-@dataclass(frozen=True)
-class Style:
+class Style(kinds.Style):
     """A correct notebook written unusually: full marks."""
-
-    name: str
-    base: str
-    edits: tuple[tuple[str, str], ...]
-    about: str
 
     @property
     def path(self) -> Path:
         return FOLDER / f"{self.name}.ipynb"
 
 
-@dataclass(frozen=True)
-class Bug:
-    name: str
-    base: str
-    edits: tuple[tuple[str, str], ...]
-    fails: tuple[str, ...]
-    cause: str
-    about: str
-
+class Bug(kinds.Bug):
     @property
     def path(self) -> Path:
         return FOLDER / f"{self.name}.ipynb"
@@ -177,16 +163,8 @@ STYLES: tuple[Style, ...] = (
 
 
 def build(entry: Bug | Style) -> str:
-    """The entry's notebook as JSON text: the base with its edits, edited cells' outputs cleared."""
-    nb = json.loads((FOLDER / entry.base).read_text(encoding="utf-8"))
-    for old, new in entry.edits:
-        hits = [c for c in nb["cells"] if c["cell_type"] == "code" and old in "".join(c["source"])]
-        source = "".join(hits[0]["source"]) if len(hits) == 1 else ""
-        if len(hits) != 1 or source.count(old) != 1:
-            raise ValueError(f"{entry.name}: {old!r} is not found exactly once in {entry.base}")
-        hits[0]["source"] = source.replace(old, new).splitlines(keepends=True)
-        hits[0]["outputs"], hits[0]["execution_count"] = [], None
-    return json.dumps(nb, indent=1, ensure_ascii=False) + "\n"
+    """The entry's notebook as JSON text: its base in FOLDER with its edits."""
+    return kinds.build_notebook(entry, FOLDER)
 
 
 ENTRIES: tuple[Bug | Style, ...] = (*BUGS, *STYLES)

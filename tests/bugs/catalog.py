@@ -8,12 +8,11 @@ notebooks; ``tests/test_checks.py`` grades them and checks that they are in sync
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from .families import FAMILY_BUGS
 from .families import STYLES as FAMILY_STYLES
-from .kinds import HERE, NEWER, OLDER, Bug, Style
+from .kinds import HERE, NEWER, OLDER, Bug, Style, build_notebook
 from .redteam import REDTEAM_BUGS, REDTEAM_STYLES
 
 __all__ = ["BUGS", "NEWER", "OLDER", "STYLES", "Bug", "Style", "build"]
@@ -216,16 +215,8 @@ def code_sources(nb: dict[str, Any]) -> list[str]:
 
 
 def build(bug: Bug | Style) -> str:
-    """The bug's notebook as JSON text: the base with its edits, edited cells' outputs cleared."""
-    nb = json.loads((SUBMISSIONS / bug.base).read_text(encoding="utf-8"))
-    for old, new in bug.edits:
-        hits = [c for c in nb["cells"] if c["cell_type"] == "code" and old in "".join(c["source"])]
-        source = "".join(hits[0]["source"]) if len(hits) == 1 else ""
-        if len(hits) != 1 or source.count(old) != 1:
-            raise ValueError(f"{bug.name}: {old!r} is not found exactly once in {bug.base}")
-        hits[0]["source"] = source.replace(old, new).splitlines(keepends=True)
-        hits[0]["outputs"], hits[0]["execution_count"] = [], None
-    return json.dumps(nb, indent=1, ensure_ascii=False) + "\n"
+    """The bug's notebook as JSON text: its base in submissions/ with its edits."""
+    return build_notebook(bug, SUBMISSIONS)
 
 
 BUGS = BUGS + FAMILY_BUGS + REDTEAM_BUGS
