@@ -18,6 +18,7 @@ import numpy  # noqa: E402
 
 from grader.harness.probes import load_probes  # noqa: E402
 from grader.harness.run import execute_probe, import_student  # noqa: E402
+from grader.harness.unitfiles import install  # noqa: E402
 
 fork_per_check = "--fork-per-check" in sys.argv[2:]
 for job_dir in (a for a in sys.argv[2:] if a != "--fork-per-check"):
@@ -26,6 +27,7 @@ for job_dir in (a for a in sys.argv[2:] if a != "--fork-per-check"):
     with open(f"{job_dir}/student.json") as f:
         chunks = json.load(f)["chunks"]
     numpy.random.seed(int(job.get("numpy_seed", job.get("seed", 0))) % 2**32)  # as the harness does, before any fork
+    install(job["probes"], job.get("probe_files") or {})  # the unit's probes come with the job, as in the harness
     probes = load_probes(job["probes"])
     namespace, _ = import_student(chunks)
     for check in job["checks"]:

@@ -147,3 +147,16 @@ def toy_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         mp.setenv("PYTHONPATH", os.pathsep.join(p for p in (str(site), os.environ.get("PYTHONPATH")) if p))
         yield site
         mp.undo()
+
+
+@pytest.fixture
+def no_standing_module(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """No GRADER_MODULE (the suite's standing default is module 11), for tests of what happens when
+    nothing names the module; the environment's settings are read again before and after."""
+    from grader import settings
+
+    monkeypatch.delenv("GRADER_MODULE", raising=False)
+    settings.reload()
+    yield
+    monkeypatch.undo()
+    settings.reload()

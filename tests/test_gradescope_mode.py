@@ -115,6 +115,7 @@ def test_a_submission_without_one_notebook_gets_score_0_and_the_reason(tmp_path:
     assert all(t["score"] == 0.0 for t in results["tests"])
 
 
+@pytest.mark.usefixtures("no_standing_module")
 def test_an_assignment_that_names_no_module_still_tells_the_student_why(tmp_path: Path) -> None:
     """Two units, nothing uploaded and no source/module: results.json says what is missing."""
     code, results = run_mode(autograder_root(tmp_path, notebook=None))

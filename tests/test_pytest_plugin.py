@@ -160,6 +160,7 @@ def test_a_missing_module_is_a_usage_error_naming_where_it_looked(run: Run, pyte
                                  "src/NN_attention/NN_attention.py; modules there: 11_embeddings; or pass --grade PATH"])
 
 
+@pytest.mark.usefixtures("no_standing_module")
 def test_an_unreadable_submission_is_one_collection_error_without_traceback(run: Run, pytester: pytest.Pytester) -> None:
     (pytester.path / "broken.ipynb").write_text("{oops", encoding="utf-8")
     result = run("--grade", "broken.ipynb", "--module", "embeddings")

@@ -193,16 +193,17 @@ def parse_rubric(toml_text: str | None, module: str | None = None) -> Rubric:
     module, or several installed and none named, lists the installed ones."""
     from .. import modules
     from ..modules.choose import choose_module, find_unit
+    from ..settings import settings
 
-    installed = modules.installed()
-    if not module and toml_text is None and len(installed) > 1:
+    installed, standing = modules.installed(), settings().module  # GRADER_MODULE: the machine's default
+    if not module and toml_text is None and len(installed) > 1 and not standing:
         known = ", ".join(f"{u.name} ({u.number})" if u.number is not None else u.name for u in installed.values())
         raise Invalid(f"module: several course modules are installed ({known}): name the one this assignment grades "
                       "in its \"module\" field")
     try:
         unit = find_unit(module) if module else None
         if toml_text is None:
-            return load_rubric(module=(unit or choose_module(None, environ={})).name)
+            return load_rubric(module=unit.name if unit else standing or choose_module(None, environ={}).name)
     except GraderError as e:
         raise Invalid(f"module: {e}") from None
     with tempfile.TemporaryDirectory(prefix="grader-rubric-") as folder:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from fastapi.testclient import TestClient
 
 from .conftest import bearer
@@ -18,6 +19,7 @@ def _create(client: TestClient, token: str, slug: str, **body: object) -> tuple[
     return r.status_code, r.json()
 
 
+@pytest.mark.usefixtures("no_standing_module")
 def test_an_assignment_names_its_module(toy_site: Path, embedded: tuple[TestClient, str]) -> None:
     client, token = embedded
     status, missing = _create(client, token, "a1")
