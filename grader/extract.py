@@ -1,4 +1,4 @@
-"""Extract stage: turn a submission's code cells into the minimal module the rubric's targets need.
+"""Extract stage: turn a submission's code cells into the minimal code the rubric's targets need.
 
 Each cell is parsed on its own, so one broken cell costs only itself. IPython magics and shell
 escapes are removed before parsing and never run. Of the top-level statements, only imports,
@@ -24,7 +24,7 @@ import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
-from .models import CellSyntaxError, Chunk, CodeCell, DropKind, Dropped, StudentModule, Submission
+from .models import CellSyntaxError, Chunk, CodeCell, DropKind, Dropped, StudentCode, Submission
 
 _MAGIC = re.compile(r"^(\s*)(%|!)")
 _MAGIC_ASSIGN = re.compile(r"^(\s*)[A-Za-z_][\w.]*(\s*,\s*[A-Za-z_][\w.]*)*\s*=\s*(%|!)")
@@ -53,13 +53,13 @@ class _Stmt:
 _AST_LOCK = threading.RLock()
 
 
-def extract(submission: Submission, targets: Sequence[str]) -> StudentModule:
+def extract(submission: Submission, targets: Sequence[str]) -> StudentCode:
     """Keep what ``targets`` need from ``submission``; report everything that was dropped."""
     with _AST_LOCK:
         return extract_unlocked(submission, targets)
 
 
-def extract_unlocked(submission: Submission, targets: Sequence[str]) -> StudentModule:
+def extract_unlocked(submission: Submission, targets: Sequence[str]) -> StudentCode:
     """``extract`` without the lock, for a process with one thread (a forked intake child, where
     the lock may be held by a thread of the parent that does not exist in the child)."""
     dropped: list[Dropped] = []
@@ -93,7 +93,7 @@ def extract_unlocked(submission: Submission, targets: Sequence[str]) -> StudentM
     )
     kept = tuple(dict.fromkeys(n for c in chunks for n in c.defines))
     dropped.sort(key=lambda d: (d.cell, d.line))
-    return StudentModule(
+    return StudentCode(
         chunks=chunks,
         target_cells=target_cells,
         kept=kept,

@@ -35,7 +35,7 @@ from typing import Any, NoReturn
 from .errors import GraderError, SubmissionError
 from .extract import extract, extract_unlocked
 from .load import LoadLimits, load_submission
-from .models import StudentModule, Submission, shown
+from .models import StudentCode, Submission, shown
 
 MAX_MESSAGE_BYTES = 256 * 1024 * 1024
 _FORK_LOCK = threading.Lock()
@@ -45,7 +45,7 @@ _LOCAL = threading.local()
 @dataclass(frozen=True)
 class Intake:
     submission: Submission
-    module: StudentModule
+    code: StudentCode
 
 
 def read_submission(path: str | os.PathLike[str], targets: Sequence[str],
@@ -56,7 +56,7 @@ def read_submission(path: str | os.PathLike[str], targets: Sequence[str],
         submission = load_submission(path, limits)
         return Intake(submission, extract(submission, targets))
     reply = _request(path, list(targets), limits)
-    return Intake(Submission.model_validate(reply["submission"]), StudentModule.model_validate(reply["module"]))
+    return Intake(Submission.model_validate(reply["submission"]), StudentCode.model_validate(reply["code"]))
 
 
 def load_bounded(path: str | os.PathLike[str], limits: LoadLimits = LoadLimits()) -> Submission:
@@ -279,8 +279,8 @@ def _answer(path: str, targets: Sequence[str] | None, limits: LoadLimits) -> dic
         submission = load_submission(path, limits)
         if targets is None:
             return {"submission": submission.model_dump(mode="json")}
-        module = extract_unlocked(submission, targets)
-        return {"submission": submission.model_dump(mode="json"), "module": module.model_dump(mode="json")}
+        code = extract_unlocked(submission, targets)
+        return {"submission": submission.model_dump(mode="json"), "code": code.model_dump(mode="json")}
     except SubmissionError as e:
         return {"error": str(e)}
     except MemoryError:

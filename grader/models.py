@@ -137,7 +137,7 @@ class CellSyntaxError(Record):
     message: str
 
 
-class StudentModule(Record):
+class StudentCode(Record):
     """The self-contained student code the sandbox imports, and what extraction did to get it."""
 
     chunks: tuple[Chunk, ...]

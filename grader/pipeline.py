@@ -16,7 +16,7 @@ from .intake import read_submission
 from .judge import judge, outcomes
 from .judge.crash import Code
 from .load import LoadLimits
-from .models import CheckResult, ExtractionSummary, GradeReport, StudentModule, cell_labels, shown
+from .models import CheckResult, ExtractionSummary, GradeReport, StudentCode, cell_labels, shown
 from .paths import expected_cache_dir
 from .plan import Job, plan, submission_seeds
 from .reference import Oracle
@@ -87,11 +87,11 @@ class Grader:
     def grade(self, path: str | Path) -> GradeReport:
         """Grade one file; SubmissionError if it cannot be read at all."""
         intake = read_submission(path, self.rubric.targets, self.limits)
-        submission, module = intake.submission, intake.module
+        submission, student = intake.submission, intake.code
         seed, numpy_seed = ((self.seed, None) if self.seed is not None
                             else submission_seeds(submission.sha256, self.seed_secret or secret.practice_secret()))
         checks = self.rubric.select(self.public_only)
-        blocked = outcomes.blocked(module, checks)
+        blocked = outcomes.blocked(student, checks)
         runnable = tuple(c for c in checks if c.id not in blocked)
         job = plan(self.rubric, runnable, seed, numpy_seed)
         if self.parallel is not None:
@@ -100,9 +100,9 @@ class Grader:
         import_errors: tuple[str, ...] = ()
         backend = self.sandbox.info()
         if runnable:
-            ran, import_errors, isolation = self._run(job, module, runnable, cell_labels(submission.cells))
+            ran, import_errors, isolation = self._run(job, student, runnable, cell_labels(submission.cells))
             results.update(ran)
-            if isolation is not None:  # only what this run's self-test verified
+            if isolation is not None:  # only what this run's layer check verified
                 backend = self.sandbox.info().model_copy(update={"isolation": isolation})
         ordered = tuple(results[c.id] for c in checks)
         score, max_score = total(ordered)
@@ -110,14 +110,14 @@ class Grader:
             submission=submission.file_name, sha256=submission.sha256, rubric_id=self.rubric.id,
             rubric_hash=self.rubric.sha256, grader_version=__version__, seed=seed,
             backend=backend,
-            extraction=ExtractionSummary(kept=module.kept, dropped=module.dropped,
-                                         syntax_errors=module.syntax_errors, import_errors=import_errors,
-                                         notes=submission.notes + module.notes),
+            extraction=ExtractionSummary(kept=student.kept, dropped=student.dropped,
+                                         syntax_errors=student.syntax_errors, import_errors=import_errors,
+                                         notes=submission.notes + student.notes),
             checks=ordered, score=score, max_score=max_score,
         )
 
     def _run(
-        self, job: Job, module: StudentModule, checks: Sequence[CheckSpec], labels: dict[int, str]
+        self, job: Job, student: StudentCode, checks: Sequence[CheckSpec], labels: dict[int, str]
     ) -> tuple[dict[str, CheckResult], tuple[str, ...], tuple[str, ...] | None]:
         student_dir = Path(tempfile.mkdtemp(prefix="grader-"))
         try:
@@ -132,7 +132,7 @@ class Grader:
 
             worker = threading.Thread(target=compute_expected)
             worker.start()
-            run = self.sandbox.run(job, module.chunks, student_dir, hide=(expected_cache_dir(),))
+            run = self.sandbox.run(job, student.chunks, student_dir, hide=(expected_cache_dir(),))
             worker.join()
             if failure:
                 raise failure[0]
@@ -145,7 +145,7 @@ class Grader:
             read: dict[str, CheckOutput] = {}
             for spec, planned in zip(checks, job.checks, strict=True):
                 outputs, killed = (frozen, None) if frozen is not None and planned.visible else (run.outputs, run.killed)
-                failed_def = outcomes.definition_failure(spec, module.chunks, imported, killed)
+                failed_def = outcomes.definition_failure(spec, student.chunks, imported, killed)
                 if failed_def is not None:
                     read[spec.id] = failed_def
                     continue
@@ -156,7 +156,7 @@ class Grader:
                 read[spec.id] = got
             # the course generation the submission is written for decides what it was asked
             generation = self.rules.generation(read) if self.rules.generation else None
-            code = Code({(c.cell, c.line + k): text for c in module.chunks for k, text in enumerate(c.source.splitlines())},
+            code = Code({(c.cell, c.line + k): text for c in student.chunks for k, text in enumerate(c.source.splitlines())},
                         labels)
             results = {}
             for spec, planned in zip(checks, job.checks, strict=True):

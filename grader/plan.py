@@ -37,7 +37,7 @@ class PlannedCheck(Record):
 
 
 class Job(Record):
-    """What crosses into the sandbox, besides the student module: no expected values."""
+    """What crosses into the sandbox, besides the student's code: no expected values."""
 
     module: str
     probes: str  # the unit's probes package, imported by the harness (grader.modules.<name>.probes)
@@ -82,6 +82,6 @@ def plan(rubric: Rubric, checks: tuple[CheckSpec, ...], seed: int, numpy_seed: i
                                     inputs=encode_inputs(inputs), visible=check.public))
     if numpy_seed is None:
         numpy_seed = int.from_bytes(hashlib.sha256(f"numpy:{seed}".encode()).digest()[:4], "big")
-    return Job(module=rubric.module, probes=unit.probes_module, probe_files=unit.probe_files(), seed=seed, numpy_seed=numpy_seed,
+    return Job(module=rubric.module, probes=unit.probes_package, probe_files=unit.probe_files(), seed=seed, numpy_seed=numpy_seed,
                parallel=min(2, os.cpu_count() or 1), import_timeout_s=rubric.import_timeout_s,
                total_timeout_s=rubric.total_timeout_s, checks=tuple(planned))

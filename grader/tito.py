@@ -289,34 +289,34 @@ def _upstream_main() -> ModuleType | None:
         sys.path.insert(0, str(checkout))
         importlib.invalidate_caches()
     try:
-        module = importlib.import_module("tito.main")
+        tito_main = importlib.import_module("tito.main")
     except ModuleNotFoundError as e:
         if e.name in ("tito", "tito.main"):  # e.g. the RPM release tool, also called tito
             return None
         raise  # TinyTorch's tito is there but broken: fail exactly as upstream would
-    return module if callable(getattr(module, "main", None)) else None
+    return tito_main if callable(getattr(tito_main, "main", None)) else None
 
 
-def _run_upstream(module: Any, args: list[str]) -> int:
+def _run_upstream(tito_main: Any, args: list[str]) -> int:
     """Run upstream's own ``main`` with our ``test`` command in its command table."""
-    cli_class = getattr(module, "TinyTorchCLI", None)
+    cli_class = getattr(tito_main, "TinyTorchCLI", None)
     saved_argv = sys.argv
     sys.argv = [saved_argv[0] if saved_argv else "tito", *args]
     try:
         if isinstance(cli_class, type):
-            module.TinyTorchCLI = _with_grading(cli_class)
-        return int(module.main() or 0)
+            tito_main.TinyTorchCLI = _with_grading(cli_class)
+        return int(tito_main.main() or 0)
     finally:
         sys.argv = saved_argv
         if cli_class is not None:
-            module.TinyTorchCLI = cli_class
+            tito_main.TinyTorchCLI = cli_class
 
 
-def extend_upstream(module: ModuleType) -> None:
+def extend_upstream(tito_main: ModuleType) -> None:
     """Give upstream's ``tito.main`` our ``test`` command for good (the startup hook, grader/titohook.py)."""
-    cli_class = getattr(module, "TinyTorchCLI", None)
+    cli_class = getattr(tito_main, "TinyTorchCLI", None)
     if isinstance(cli_class, type):
-        module.TinyTorchCLI = _with_grading(cli_class)  # type: ignore[attr-defined]
+        tito_main.TinyTorchCLI = _with_grading(cli_class)  # type: ignore[attr-defined]
 
 
 def _with_grading(cli_class: type) -> type:

@@ -80,11 +80,11 @@ class GradingLoader:
     def create_module(self, spec: ModuleSpec) -> ModuleType | None:
         return None if self._grading else self._inner.create_module(spec)
 
-    def exec_module(self, module: ModuleType) -> None:
+    def exec_module(self, target: ModuleType) -> None:
         from . import tito
 
         if self._grading:  # answered by the grader alone: upstream's CLI is not even imported
-            setattr(module, "main", tito.main)  # noqa: B010
+            setattr(target, "main", tito.main)  # noqa: B010
             return
-        self._inner.exec_module(module)
-        tito.extend_upstream(module)
+        self._inner.exec_module(target)
+        tito.extend_upstream(target)

@@ -28,7 +28,7 @@ def test_reads_the_same_as_in_process(name: str) -> None:
     intake = read_submission(SUBMISSIONS / name, TARGETS)
     submission = load_submission(SUBMISSIONS / name)
     assert intake.submission == submission
-    assert intake.module == extract(submission, TARGETS)
+    assert intake.code == extract(submission, TARGETS)
 
 
 @pytest.mark.parametrize("name", ["correct_tinytorch.ipynb", "correct_source.py"])
@@ -94,7 +94,7 @@ def test_a_reader_that_runs_away_or_dies_costs_only_that_file(
     assert info.type is error and "\n" not in str(info.value)
     monkeypatch.undo()
     shutdown()  # the misbehaving worker may still be there (a bug is answered, the worker retires)
-    assert read_submission(SUBMISSIONS / "correct_tinytorch.ipynb", TARGETS).module.chunks  # the next one is fine
+    assert read_submission(SUBMISSIONS / "correct_tinytorch.ipynb", TARGETS).code.chunks  # the next one is fine
 
 
 def children() -> set[str]:
@@ -128,7 +128,7 @@ def test_reads_from_several_threads_at_once(tmp_path: Path) -> None:
 
     def read(i: int) -> None:
         for _ in range(3):
-            got[i].append(read_submission(paths[i], TARGETS).module.chunks[0].source)
+            got[i].append(read_submission(paths[i], TARGETS).code.chunks[0].source)
             rounds.wait(timeout=60)
 
     threads = [threading.Thread(target=read, args=(i,)) for i in range(6)]
@@ -146,9 +146,9 @@ def test_a_fork_elsewhere_in_the_process_leaves_the_workers_alone(tmp_path: Path
     forked, results = threading.Event(), []
 
     def reader() -> None:
-        results.append(read_submission(nb, TARGETS).module.kept)
+        results.append(read_submission(nb, TARGETS).code.kept)
         forked.wait(timeout=60)
-        results.append(read_submission(nb, TARGETS).module.kept)
+        results.append(read_submission(nb, TARGETS).code.kept)
 
     thread = threading.Thread(target=reader)
     thread.start()
@@ -167,4 +167,4 @@ def test_a_warm_worker_killed_from_outside_does_not_fail_the_next_file(tmp_path:
     read_submission(nb, TARGETS)
     (worker,) = children() - before
     os.kill(int(worker), signal.SIGKILL)  # the kernel's OOM killer, say, between two files
-    assert read_submission(nb, TARGETS).module.kept == ("Embedding",)
+    assert read_submission(nb, TARGETS).code.kept == ("Embedding",)

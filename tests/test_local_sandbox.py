@@ -173,10 +173,10 @@ def test_the_self_test_record_is_only_accepted_first() -> None:
     forged = b'{"mode": "namespaces", "verified": ["everything"], "ok": true}'
     stream = OutputStream(max_total=1 << 20)
     stream.feed(b"I" + b"T" + len(forged).to_bytes(4, "big") + forged)
-    assert stream.selftest is None and stream.broken is not None
+    assert stream.layer_check is None and stream.broken is not None
     honest = OutputStream(max_total=1 << 20)
     honest.feed(b"T" + len(forged).to_bytes(4, "big") + forged + b"E")
-    assert honest.selftest == {"mode": "namespaces", "verified": ["everything"], "ok": True} and honest.ended
+    assert honest.layer_check == {"mode": "namespaces", "verified": ["everything"], "ok": True} and honest.ended
 
 
 def test_waiting_for_background_work_while_it_is_being_started_joins_it(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -10,7 +10,7 @@ goes to stderr. ``S`` or EOF on stdin stops the job; the backstop covers a host 
 It must be the container's PID 1 (no ``docker-init``): then, once the supervisor made it
 non-dumpable, no process of the container can signal it, ptrace it or open ``/proc/1/fd/*``, the
 only other way to the container's stdin (hidden inputs, the stop byte) and stdout (the host's
-result stream). Its self-test says whether it is; without ``supervisor-is-init`` nothing runs and
+result stream). Its layer check says whether it is; without ``supervisor-is-init`` nothing runs and
 the host refuses the container.
 Standard library, numpy and the bundle only.
 """
@@ -42,7 +42,7 @@ def _backstop() -> None:
 INIT_LAYER = "supervisor-is-init"
 
 
-def selftest() -> dict[str, object]:
+def layer_check() -> dict[str, object]:
     """Observed before any student code exists: is this process the container's init?"""
     init = os.getpid() == 1
     return {"mode": "docker", "verified": [INIT_LAYER] if init else [], "ok": init}
@@ -67,6 +67,6 @@ def main(workdir: str, max_input: int, max_total: int) -> None:
     timer.daemon = True
     timer.start()
     os.chdir(workdir)
-    supervisor.run(job, student, out_fd, 0, selftest(),
+    supervisor.run(job, student, out_fd, 0, layer_check(),
                    lambda phase_fd: run.main(phase_fd=phase_fd), hidden_from=(0, hidden_size), max_total=max_total)
     os._exit(0)

@@ -25,7 +25,7 @@ def preload() -> None:
     import numpy
     import numpy.random  # noqa: F401
 
-    from . import isolate, probes, run, runners, seccomp, selftest, supervisor, unitfiles  # noqa: F401
+    from . import isolate, layercheck, probes, run, runners, seccomp, supervisor, unitfiles  # noqa: F401
 
     try:
         seccomp.library()  # loaded once here rather than by every job

@@ -96,9 +96,9 @@ def _prepare(job: dict[str, Any]) -> dict[str, Any]:
 
 def import_student(chunks: list[dict[str, Any]]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Execute each kept statement on its own; a failing one is recorded and skipped."""
-    module = types.ModuleType("submission")
-    sys.modules["submission"] = module
-    namespace = module.__dict__
+    program = types.ModuleType("submission")
+    sys.modules["submission"] = program
+    namespace = program.__dict__
     errors = []
     for chunk in chunks:
         filename = f"<cell {chunk['cell']}>"

@@ -1,6 +1,6 @@
 """The checks of one job, each in its own process forked from the post-import parent.
 
-The harness's main process (the *parent*) imports the student module once and never runs a probe
+The harness's main process (the *parent*) imports the student's code once and never runs a probe
 itself. Every check runs in a fresh *runner* forked from that untouched state, so nothing one
 check does (a class attribute or a module-level flag changed in ``forward``, a random draw, a
 thread it started) can reach another: a verdict never depends on which checks ran before it or

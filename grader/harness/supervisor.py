@@ -1,13 +1,13 @@
-"""The sandbox's first process after isolation: self-test, run the harness, collect its outputs.
+"""The sandbox's first process after isolation: layer check, run the harness, collect its outputs.
 
 Runs as the job's unprivileged uid, before any student code, and outlives it (in a PID namespace
 it is the init, which processes of the namespace cannot signal; it is never dumpable, so they
 cannot ptrace it or open its file descriptors either). It speaks one framed stream to the host on
 ``out_fd`` (parsed on the host by ``grader.sandbox.stream.OutputStream``):
 
-- ``T`` >I json: the self-test, written before the harness starts (so student code never
+- ``T`` >I json: the layer check, written before the harness starts (so student code never
   wrote it): which isolation layers are in place, observed from inside;
-- ``I``: the harness finished importing the student module (it only ever shortens the host's
+- ``I``: the harness finished importing the student's code (it only ever shortens the host's
   deadline, never extends it);
 - ``F`` >H name >I size data: one output file, sent only after every process of the job is
   killed (or, for visible checks, when the hidden phase begins: see below);
@@ -114,7 +114,7 @@ class Outbox:
                 self.count += 1
 
 
-def run(job: dict[str, Any], student: bytes, out_fd: int, control_fd: int, selftest: dict[str, Any],
+def run(job: dict[str, Any], student: bytes, out_fd: int, control_fd: int, layers: dict[str, Any],
         harness: Callable[[int], None], hidden_from: tuple[int, int], max_total: int = MAX_TOTAL) -> None:
     """Write the phase-1 job, start ``harness(phase_fd)`` in a child, serve it, then collect.
 
@@ -126,8 +126,8 @@ def run(job: dict[str, Any], student: bytes, out_fd: int, control_fd: int, selft
         raise ValueError("hidden checks or the seed must not reach the sandbox before the harness is forked")
     base = {k: v for k, v in job.items() if k != "checks"}
     hidden_fd, hidden_size = hidden_from
-    _put(out_fd, frame(b"T", json.dumps(selftest).encode()))
-    if not selftest.get("ok", False):
+    _put(out_fd, frame(b"T", json.dumps(layers).encode()))
+    if not layers.get("ok", False):
         _put(out_fd, b"E")
         return
     _write("student.json", student)
@@ -170,7 +170,7 @@ def run(job: dict[str, Any], student: bytes, out_fd: int, control_fd: int, selft
             phase = {c["id"] for c in hidden}
             _write("job-hidden.json", json.dumps({**base, "checks": hidden, "more": False}).encode())
             ours.sendall(b"G")
-    kill_everyone(session_only=selftest.get("mode") == "none")
+    kill_everyone(session_only=layers.get("mode") == "none")
     try:
         os.waitpid(pid, 0)
     except ChildProcessError:

@@ -29,9 +29,9 @@ class _Loader(importlib.abc.Loader):
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType | None:
         return None
 
-    def exec_module(self, module: types.ModuleType) -> None:
+    def exec_module(self, target: types.ModuleType) -> None:
         if self.source is not None:
-            exec(compile(self.source, self.filename, "exec", dont_inherit=True), module.__dict__)
+            exec(compile(self.source, self.filename, "exec", dont_inherit=True), target.__dict__)
 
     def get_source(self, fullname: str) -> str | None:
         return self.source

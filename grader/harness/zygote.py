@@ -13,7 +13,7 @@ Protocol on a Unix socket (one request at a time):
   it into the job's cgroups, lets it go, and answers ``{"pid", "cgroups"}`` with five descriptors:
   a pidfd of the child, the read ends of its log pipe and of its result stream, and the write ends
   of its control pipe (``S`` or EOF stops the job) and of its job pipe. The child isolates itself
-  and self-tests at once, then waits for its one job on the job pipe (``harness/wire.py``: the
+  and checks its layers at once, then waits for its one job on the job pipe (``harness/wire.py``: the
   visible job, student.json, then the hidden checks, which the supervisor reads only after forking
   the harness), so a sandbox can be made ready before its job exists; EOF there ends it.
 """
@@ -217,8 +217,8 @@ def _purge_dir(dir_fd: int, uid: int, budget: list[int], depth: int) -> None:
 
 
 def _child(request: dict[str, Any], log_fd: int, out_fd: int, control_fd: int, go_fd: int, job_fd: int) -> None:
-    """The job's first process: isolate, self-test, wait for the job, then supervise the harness."""
-    from . import isolate, seccomp, selftest, supervisor
+    """The job's first process: isolate, layer check, wait for the job, then supervise the harness."""
+    from . import isolate, layercheck, seccomp, supervisor
 
     try:
         os.setsid()
@@ -261,7 +261,7 @@ def _child(request: dict[str, Any], log_fd: int, out_fd: int, control_fd: int, g
         isolate.apply_limits(request["limits"])
         os.environ.clear()
         os.environ.update(request["env"], HOME=workdir, TMPDIR=workdir)
-        report = selftest.run(request)
+        report = layercheck.run(request)
         job, student, hidden_size, cpu_s = _receive_job(job_fd)
         resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s))  # the job's own budget, below the ceiling
     except BaseException as e:  # isolation failed: never run the job without it

@@ -8,19 +8,19 @@ import re
 from collections.abc import Sequence
 
 from ..channel import CheckOutput, ChunkError, ImportRecord
-from ..models import CheckResult, Chunk, StudentModule
+from ..models import CheckResult, Chunk, StudentCode
 from ..rubric import CheckSpec
 from . import not_gradable
 
 
-def blocked(module: StudentModule, checks: Sequence[CheckSpec]) -> dict[str, CheckResult]:
+def blocked(code: StudentCode, checks: Sequence[CheckSpec]) -> dict[str, CheckResult]:
     """Checks that cannot run because a target they need is not defined anywhere."""
-    syntax = (f" (cell {', '.join(str(e.cell) for e in module.syntax_errors)} could not be parsed and may hold it)"
-              if module.syntax_errors else "")
+    syntax = (f" (cell {', '.join(str(e.cell) for e in code.syntax_errors)} could not be parsed and may hold it)"
+              if code.syntax_errors else "")
     blocked = {}
     for spec in checks:
         for name in spec.needs:
-            if not module.target_cells.get(name):
+            if not code.target_cells.get(name):
                 blocked[spec.id] = not_gradable(spec, f"{name} is not defined in any code cell{syntax}")
                 break
     return blocked
@@ -31,7 +31,7 @@ def definition_failure(spec: CheckSpec, chunks: Sequence[Chunk], imported: Impor
     """An outcome for checks whose target could not even be defined (``killed``: why the host
     stopped the run, if it did)."""
     if imported is None:
-        note = killed or "the sandbox stopped while importing the module (sys.exit or os._exit at top level?)"
+        note = killed or "the sandbox stopped while importing the student's code (sys.exit or os._exit at top level?)"
         return CheckOutput(outcome="timeout" if killed else "crashed", note=note)
     for name in spec.needs:
         err = _final_definition_error(name, chunks, imported)

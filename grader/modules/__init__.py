@@ -54,6 +54,7 @@ class ModuleUnit:
     package: str  # the unit's Python package
     number: int | None = None  # the course's numbering (it may shift between course versions)
     runtime: str = "tinytorch"  # the course runtime package its probes and students import
+    runtime_version: str = "1.0"  # the runtime version it was written for: that major, this minor or later
     notebook_names: tuple[str, ...] = ()  # learner files, preferred first; default from number and name
     examples: str | None = None  # golden submissions (correct_*.ipynb ...), relative to the unit's package
     equivalents: str | None = None  # reviewed equivalent mutants (TOML), relative to the unit's package
@@ -84,7 +85,7 @@ class ModuleUnit:
         return self.root / "reference" / "solution.py"
 
     @property
-    def probes_module(self) -> str:
+    def probes_package(self) -> str:
         """The dotted path the harness imports, on the host and inside the sandbox alike."""
         return f"{self.package}.probes"
 
@@ -122,14 +123,18 @@ class ModuleUnit:
 
     def probe_files(self) -> dict[str, str]:
         """The probes package's source files (path inside it → text): what a job carries into the
-        sandbox, whose bundle holds no unit (grader/harness/unitfiles.py)."""
+        sandbox, whose bundle holds no unit (grader/harness/unitfiles.py). Refused when this install's
+        course runtime is not a version the unit was written for (grader/runtime.py)."""
+        from ..runtime import require
+
+        require(self)
         return {f.relative_to(self.probes_dir).as_posix(): f.read_text(encoding="utf-8")
                 for f in sorted(self.probes_dir.rglob("*.py")) if "__pycache__" not in f.parts}
 
     def load_probes(self) -> dict[str, Probe]:
         from ..harness.probes import load_probes
 
-        return load_probes(self.probes_module)
+        return load_probes(self.probes_package)
 
     def judge_rules(self) -> JudgeRules:
         from ..judge.rules import JudgeRules

@@ -45,6 +45,17 @@ def parts(unit: ModuleUnit) -> dict[str, Path | None]:
     return {what: path if path is not None and path.exists() else None for what, path in found.items()}
 
 
+def runtime_label(unit: ModuleUnit) -> str:
+    """What this install has of the unit's runtime, or why it cannot be used."""
+    from ..errors import GraderError
+    from ..runtime import require
+
+    try:
+        return f"this install has {require(unit).label}"
+    except GraderError as e:
+        return f"unusable here: {e}"
+
+
 def modules_command(args: argparse.Namespace) -> int:
     import sys
 
@@ -74,4 +85,6 @@ def modules_command(args: argparse.Namespace) -> int:
                 print(f"     {what + ':':<30} {path if path is not None else '(none)'}")
             print(f"     {'learner files:':<30} {', '.join(unit.file_names)}")
             print(f"     {'staff only:':<30} {', '.join(unit.staff_only)}")
+            print(f"     {'course runtime:':<30} {unit.runtime} {unit.runtime_version} or a later "
+                  f"{unit.runtime_version.partition('.')[0]}.x ({runtime_label(unit)})")
     return EXIT_OK

@@ -1,4 +1,4 @@
-"""Sandbox stage: run the harness on a Job and a StudentModule, somewhere isolated.
+"""Sandbox stage: run the harness on a Job and a StudentCode, somewhere isolated.
 
 Every backend implements the ``Sandbox`` protocol. The caller owns ``workdir`` (the job's files go
 there); ``run`` returns the files the harness wrote, as read back through the sandbox's capped
@@ -25,7 +25,7 @@ class RunResult:
     log: str
     killed: str | None
     elapsed_s: float
-    isolation: tuple[str, ...] | None = None  # the layers this run's self-test verified, where the backend has one
+    isolation: tuple[str, ...] | None = None  # the layers this run's layer check verified, where the backend has one
     # The visible checks' files (and import.json) as frozen before the hidden checks' inputs existed,
     # when the run got that far: visible checks are judged from these alone, never from anything
     # (a deadline, a cut stream) that happened once the hidden checks' inputs were inside.

@@ -36,6 +36,7 @@ def _sources(module: str | None = None) -> list[tuple[str, bytes]]:
     runtimes of every installed unit (no unit's probes), or of ``module`` alone (the harness, its
     probes, its runtime)."""
     from .. import modules
+    from ..runtime import require
 
     files: dict[str, bytes] = {"grader/__init__.py": STUB}
     files.update(_tree(harness_parent() / "harness", "grader/harness"))
@@ -43,6 +44,7 @@ def _sources(module: str | None = None) -> list[tuple[str, bytes]]:
         runtimes = {unit.runtime for unit in modules.installed().values()}
     else:
         unit = modules.get(module)
+        require(unit)  # the unit's own bundle: only on a runtime version it was written for
         parts = unit.package.split(".")
         for depth in range(1, len(parts) + 1):
             files.setdefault("/".join(parts[:depth]) + "/__init__.py", STUB)

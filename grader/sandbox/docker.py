@@ -23,7 +23,7 @@ harness and the runtime):
 - the bootstrap is the container's PID 1 (no ``docker-init``) and the supervisor makes it
   non-dumpable before the harness exists: no process of the job can signal it or open
   ``/proc/1/fd/*``, so nothing but the supervisor reads the container's stdin or writes its stdout.
-  Its self-test (``T``, first on stdout) says so; a container without it is refused, and a stream
+  Its layer check (``T``, first on stdout) says so; a container without it is refused, and a stream
   that does not start with it gives no outputs.
 - the host reads the multiplexed attach stream: stderr goes into the log through a 1 MiB cap,
   stdout is parsed by ``OutputStream`` with caps on names, sizes, file count and total bytes, and
@@ -547,15 +547,15 @@ def _collected(reader: _Attach) -> tuple[dict[str, bytes], dict[str, bytes] | No
     outputs: dict[str, bytes] = {}
     with reader.cond:
         stream = reader.stream
-        verified = (stream.selftest or {}).get("verified")
-        if stream.selftest is not None and not (isinstance(verified, list) and INIT_LAYER in verified):
+        verified = (stream.layer_check or {}).get("verified")
+        if stream.layer_check is not None and not (isinstance(verified, list) and INIT_LAYER in verified):
             raise SandboxError(
                 "the sandbox container's bootstrap is not its PID 1, so the container's other processes "
                 "could reach its stdin and stdout; start it without an init process (container_config "
                 "sets init=False) and with the bundle's bootstrap as its command")
-        frozen = stream.frozen if stream.selftest is not None else None
-        if stream.selftest is None and (stream.ended or stream.broken or stream.files):
-            notes.append("[sandbox] output stream rejected: it does not start with the bootstrap's self-test")
+        frozen = stream.frozen if stream.layer_check is not None else None
+        if stream.layer_check is None and (stream.ended or stream.broken or stream.files):
+            notes.append("[sandbox] output stream rejected: it does not start with the bootstrap's layer check")
         elif stream.ended and not stream.broken:
             outputs = dict(stream.files)
         elif stream.broken:

@@ -2,14 +2,14 @@
 cgroups, for machines without Docker (SECURITY.md, req. 6; docs/SECURITY.md has the layers).
 
 A zygote process (numpy, the course runtime and the harness already imported) forks one child
-per submission (``grader.harness.zygote``); the child isolates itself, self-tests, and runs the
+per submission (``grader.harness.zygote``); the child isolates itself, checks its layers, and runs the
 harness under a supervisor that streams the results back (``grader.harness.supervisor``). The
 host keeps every deadline, reads the stream as untrusted input, and in a ``finally`` kills the
 job and (without namespaces) every process of its uid, and removes its cgroups (in the background).
 
 Two uses, one mechanism:
 - practice (``official=False``, ``grader grade``, ``tito test``): grades with whatever layers the
-  machine allows, and the report lists exactly those that the self-test verified;
+  machine allows, and the report lists exactly those that the layer check verified;
 - official (``official=True``: batch, Gradescope mode): refuses, with the fix, unless every layer
   of its mode was verified.
 """
@@ -130,7 +130,7 @@ def isolation_mode() -> str:
 
 
 def required_layers(mode: str) -> tuple[str, ...]:
-    """What official grading insists on in each mode (the self-test names, plus the host's)."""
+    """What official grading insists on in each mode (the layer check names, plus the host's)."""
     common = ("non-root-uid", "no-capabilities", "no-new-privileges", "seccomp-filter", "rlimits", "hidden-reference")
     if mode == "namespaces":
         return (*common, *(f"{n}-namespace" for n in NAMESPACES), "no-network", "read-only-filesystem",
@@ -162,7 +162,7 @@ class LocalSandbox:
         self._booted = False  # the current zygote has answered once (its interpreter is up)
         self._verified: tuple[str, ...] | None = None
         self._pool = Background()
-        self._spares: list[_Box] = []  # sandboxes isolated, self-tested and waiting for a job
+        self._spares: list[_Box] = []  # sandboxes isolated, layer-checked and waiting for a job
         self._ready = threading.Condition(self._lock)  # a sandbox got ready (or failed to)
         self._making = self._running = self._waiting = 0
         self._target = 1  # sandboxes kept ready: as many as runs seen at once
@@ -196,7 +196,7 @@ class LocalSandbox:
         """Run an empty job and return the layers it verified; official: refuse if one is missing."""
         from ..plan import Job
 
-        empty = Job(module="selftest", probes="grader.harness.probes", seed=0, import_timeout_s=10,
+        empty = Job(module="layer-check", probes="grader.harness.probes", seed=0, import_timeout_s=10,
                     total_timeout_s=10, checks=())
         self.run(empty, [], Path("/nonexistent"))
         return self._verified or ()
@@ -309,7 +309,7 @@ class LocalSandbox:
             box.cleanup()
 
     def _prepare(self, key: tuple[str, ...]) -> _Box:
-        """Fork a sandbox from the zygote: it isolates itself, self-tests and waits for its job."""
+        """Fork a sandbox from the zygote: it isolates itself, checks its layers and waits for its job."""
         import tempfile
 
         workdir = Path(tempfile.mkdtemp(prefix="grader-job-"))
@@ -321,7 +321,7 @@ class LocalSandbox:
             _protect(hidden)
         checkout = source_checkout()
         if checkout is not None:  # covered with namespaces; never closed behind its owner's back in
-            hidden.append(str(checkout))  # fallback mode, where the self-test refuses while it is open
+            hidden.append(str(checkout))  # fallback mode, where the layer check refuses while it is open
         cgroups = JobCgroups.create(CgroupLimits(self.limits.memory_mb, self.limits.max_processes,
                                                  cpus=float(max(1, min(2, os.cpu_count() or 1)))))
         request = {
@@ -343,7 +343,7 @@ class LocalSandbox:
 
     def _layers(self, stream: OutputStream, joined: Sequence[str]) -> tuple[str, ...]:
         """What was verified for this run; official grading refuses when something is missing."""
-        report = stream.selftest or {}
+        report = stream.layer_check or {}
         verified = [str(v) for v in report.get("verified", ()) if isinstance(v, str)] if report.get("mode") == self.mode else []
         verified += [f"{c}-cgroup" for c in joined]
         if verified:

@@ -1,6 +1,6 @@
 """The framed result stream a sandbox sends the host, parsed as untrusted input.
 
-Records: ``T`` >I json (the self-test, first and only from the local supervisor), ``I`` (imported),
+Records: ``T`` >I json (the layer check, first and only from the local supervisor), ``I`` (imported),
 ``F`` >H name >I size data (one output file), ``H`` (the visible phase's files are all above:
 ``frozen``), ``E`` (the end). Every length is capped, names are whitelisted, and anything malformed
 marks the stream broken (its files are then never written; the frozen ones stay: they were whole
@@ -17,7 +17,7 @@ from typing import Any
 MAX_OUTPUT_FILE = 32 * 1024 * 1024
 MAX_OUTPUT_FILES = 4096
 MAX_NAME = 128
-MAX_SELFTEST = 64 * 1024
+MAX_LAYER_CHECK = 64 * 1024
 _COMPONENT = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.]{0,127}\Z")
 
 
@@ -36,8 +36,8 @@ class OutputStream:
         self.imported = self.ended = False
         self.frozen: dict[str, bytes] | None = None  # the files sent before ``H``
         self.broken: str | None = None
-        self.selftest: dict[str, Any] | None = None
-        self.started = False  # a record was read: a self-test can no longer come (feeds start anywhere)
+        self.layer_check: dict[str, Any] | None = None
+        self.started = False  # a record was read: a layer check can no longer come (feeds start anywhere)
 
     def feed(self, data: bytes) -> None:
         """Consume more stdout bytes; linear in their length whatever their content."""
@@ -62,7 +62,7 @@ class OutputStream:
                     break
                 pos += used
             elif kind == 0x54 and not self.started:  # T: only as the stream's very first record
-                used = self._selftest()
+                used = self._layer_check()
                 if used == 0:
                     break
                 pos += used
@@ -104,13 +104,13 @@ class OutputStream:
         self.total += size
         return start + size - pos
 
-    def _selftest(self) -> int:
+    def _layer_check(self) -> int:
         """Bytes used by a complete ``T`` record at the start, 0 when it is not complete yet."""
         if len(self.buf) < 5:
             return 0
         size: int = struct.unpack_from(">I", self.buf, 1)[0]
-        if size > MAX_SELFTEST:
-            self._fail("self-test record too large")
+        if size > MAX_LAYER_CHECK:
+            self._fail("layer check record too large")
             return 0
         if len(self.buf) < 5 + size:
             return 0
@@ -119,9 +119,9 @@ class OutputStream:
         except ValueError:
             report = None
         if not isinstance(report, dict):
-            self._fail("malformed self-test record")
+            self._fail("malformed layer check record")
             return 0
-        self.selftest = report
+        self.layer_check = report
         return 5 + size
 
     def _fail(self, why: str) -> None:

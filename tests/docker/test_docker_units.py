@@ -82,13 +82,13 @@ def test_only_a_stream_that_starts_with_the_bootstraps_self_test_counts() -> Non
     from grader.sandbox.docker import _collected
 
     body = b"I" + record("import.json", b"{}") + b"H" + record("c1.json", b"{}") + b"E"
-    selftest = frame(b"T", json.dumps({"mode": "docker", "verified": [INIT_LAYER], "ok": True}).encode())
+    layer_check = frame(b"T", json.dumps({"mode": "docker", "verified": [INIT_LAYER], "ok": True}).encode())
     not_init = frame(b"T", json.dumps({"mode": "docker", "verified": [], "ok": False}).encode())
     with socket.socket() as sock:
-        outputs, frozen, _ = _collected(_reader(sock, selftest + body))
+        outputs, frozen, _ = _collected(_reader(sock, layer_check + body))
         assert set(outputs) == {"import.json", "c1.json"} and frozen == {"import.json": b"{}"}
         outputs, frozen, log = _collected(_reader(sock, body))  # forged by some other process of the container
-        assert outputs == {} and frozen is None and "self-test" in log
+        assert outputs == {} and frozen is None and "layer check" in log
         with pytest.raises(SandboxError, match="not its PID 1"):
             _collected(_reader(sock, not_init + b"E"))
 

@@ -723,7 +723,7 @@ def test_groups_left_by_a_killed_grader_are_reaped(token: str) -> None:
 @pytest.mark.skipif(os.geteuid() != 0, reason="writes a staff file under /usr/local/src (root only)")
 def test_a_staff_file_inside_a_bound_directory_is_blanked(where: Path, token: str) -> None:
     """A unit's rubric is a single file: where a bind shows it, the job reads nothing from it, and
-    the self-test checks files too (an unreadable or empty file, never a readable one)."""
+    the layer check checks files too (an unreadable or empty file, never a readable one)."""
     root = next(m for m in MODES if m.id == "root")
     staff = Path("/usr/local/src") / f"tt-staff-{token}"
     rubric = staff / "rubric.toml"

@@ -1,5 +1,5 @@
 """The local sandbox's result stream, fed hostile bytes: whatever reaches the host's parser, it
-never writes a file outside the rules, never accepts a second or late self-test, and never
+never writes a file outside the rules, never accepts a second or late layer check, and never
 buffers more than one capped record."""
 
 from __future__ import annotations
@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from grader.sandbox.stream import MAX_OUTPUT_FILE, MAX_SELFTEST, OutputStream
+from grader.sandbox.stream import MAX_LAYER_CHECK, MAX_OUTPUT_FILE, OutputStream
 
 CAP = 4 * 1024 * 1024
 
 
-def selftest(report: object) -> bytes:
+def layer_check(report: object) -> bytes:
     body = json.dumps(report).encode()
     return b"T" + struct.pack(">I", len(body)) + body
 
@@ -25,7 +25,7 @@ def file_record(name: str | bytes, data: bytes, size: int | None = None) -> byte
     return b"F" + struct.pack(">H", len(raw)) + raw + struct.pack(">I", len(data) if size is None else size) + data
 
 
-GOOD_TEST = selftest({"mode": "namespaces", "verified": ["non-root-uid"], "ok": True})
+GOOD_TEST = layer_check({"mode": "namespaces", "verified": ["non-root-uid"], "ok": True})
 
 
 def feed(*chunks: bytes, bytewise: bool = False) -> OutputStream:
@@ -43,30 +43,30 @@ def test_a_well_formed_stream_split_anywhere_is_read_whole() -> None:
     data = GOOD_TEST + b"I" + file_record("import.json", b"{}") + file_record("emb_shape/out.npy", b"\x93NUMPY") + b"E"
     stream = feed(data, bytewise=True)
     assert stream.ended and not stream.broken and stream.imported
-    assert stream.selftest == {"mode": "namespaces", "verified": ["non-root-uid"], "ok": True}
+    assert stream.layer_check == {"mode": "namespaces", "verified": ["non-root-uid"], "ok": True}
     assert stream.files == {"import.json": b"{}", "emb_shape/out.npy": b"\x93NUMPY"}
 
 
 @pytest.mark.parametrize("forged", [
-    pytest.param(GOOD_TEST + GOOD_TEST, id="second-selftest"),
-    pytest.param(b"I" + GOOD_TEST, id="selftest-after-import"),
-    pytest.param(GOOD_TEST + file_record("import.json", b"{}") + GOOD_TEST, id="selftest-after-a-file"),
-    pytest.param(selftest(["not", "a", "dict"]), id="selftest-not-an-object"),
-    pytest.param(b"T" + struct.pack(">I", 3) + b"{x}", id="selftest-not-json"),
-    pytest.param(b"T" + struct.pack(">I", MAX_SELFTEST + 1), id="selftest-too-large"),
+    pytest.param(GOOD_TEST + GOOD_TEST, id="second-layer_check"),
+    pytest.param(b"I" + GOOD_TEST, id="layer_check-after-import"),
+    pytest.param(GOOD_TEST + file_record("import.json", b"{}") + GOOD_TEST, id="layer_check-after-a-file"),
+    pytest.param(layer_check(["not", "a", "dict"]), id="layer_check-not-an-object"),
+    pytest.param(b"T" + struct.pack(">I", 3) + b"{x}", id="layer_check-not-json"),
+    pytest.param(b"T" + struct.pack(">I", MAX_LAYER_CHECK + 1), id="layer_check-too-large"),
     pytest.param(b"Z", id="unknown-record"),
 ])
-def test_forged_selftest_or_unknown_records_break_the_stream(forged: bytes) -> None:
+def test_forged_layer_check_or_unknown_records_break_the_stream(forged: bytes) -> None:
     stream = feed(forged + file_record("import.json", b"{}") + b"E")
     assert stream.broken and not stream.files
-    assert stream.selftest in (None, {"mode": "namespaces", "verified": ["non-root-uid"], "ok": True})
+    assert stream.layer_check in (None, {"mode": "namespaces", "verified": ["non-root-uid"], "ok": True})
 
 
 @pytest.mark.parametrize("first", [b"H", b"HH", b"I"], ids=["freeze", "two-freezes", "import"])
-def test_a_selftest_counts_only_as_the_very_first_record_whatever_the_pieces(first: bytes) -> None:
+def test_a_layer_check_counts_only_as_the_very_first_record_whatever_the_pieces(first: bytes) -> None:
     # the first piece alone: the parser's buffer starts afresh with the next one
     stream = feed(first, GOOD_TEST + file_record("import.json", b"{}") + b"E")
-    assert stream.broken and stream.selftest is None and not stream.files
+    assert stream.broken and stream.layer_check is None and not stream.files
 
 
 @pytest.mark.parametrize("name", ["../escape.json", "/etc/passwd", "a/b/c.json", ".hidden", "emb/..", "", "x" * 200,

@@ -118,8 +118,8 @@ def decode_inputs(encoded: dict[str, Any]) -> Inputs:
     }
 
 
-def load_probes(module: str) -> dict[str, Probe]:
+def load_probes(package: str) -> dict[str, Probe]:
     """The ``PROBES`` of a unit's probes package, by dotted path (``grader.modules.<name>.probes``):
     the same path on the host and in the sandbox bundle."""
-    mod = importlib.import_module(module)
+    mod = importlib.import_module(package)
     return dict(getattr(mod, "PROBES", {}))

@@ -6,5 +6,5 @@ Both course generations are graded with one rubric: the older (MLSysBook/TinyTor
 
 from grader.unit import ModuleUnit
 
-UNIT = ModuleUnit(name="embeddings", package=__name__, number=11, runtime="tinytorch",
+UNIT = ModuleUnit(name="embeddings", package=__name__, number=11, runtime="tinytorch", runtime_version="1.0",
                   equivalents="mutants/equivalent.toml")

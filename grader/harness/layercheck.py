@@ -1,4 +1,4 @@
-"""The sandbox's self-test: which isolation layers are really in place, observed from inside,
+"""The sandbox's layer check: which isolation layers are really in place, observed from inside,
 after isolation and before any student code. The report lists only what passed here.
 
 Standard library only. Each probe returns True only on positive evidence.
