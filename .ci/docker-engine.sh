@@ -5,7 +5,7 @@
 #  - starts `dockerd --bridge=none --iptables=false --ip-masq=false` in the background when no
 #    engine answers (grading containers never have a network; no bridge network is ever created);
 #  - waits up to ENGINE_TIMEOUT seconds (default 60) for it, with a clear error if it does not come up;
-#  - builds the image once (a no-op when the current tag exists): python -m grader.image via
+#  - builds the image once (a no-op when the current tag exists): python -m grader.sandbox.image via
 #    build_image(), offline (debootstrap) unless GRADER_IMAGE_ONLINE=1.
 #
 # Environment: PYTHON (default: python3 on PATH, e.g. the project's .venv), DOCKERD_LOG
@@ -64,4 +64,4 @@ else
 fi
 
 say "building the sandbox image if needed (the first offline build runs debootstrap: a minute or more)"
-"$PYTHON" -c "from grader.image import build_image; print(build_image())"
+"$PYTHON" -c "from grader.sandbox.image import build_image; print(build_image())"

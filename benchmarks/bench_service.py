@@ -234,7 +234,7 @@ def report(label: str, result: dict[str, Any], stack: Stack, count: int) -> None
 
 def docker_problem() -> str | None:
     try:
-        from grader.image import docker_client
+        from grader.sandbox.image import docker_client
 
         docker_client(timeout=10)
     except Exception as e:

@@ -207,7 +207,7 @@ def _docker_admin(args: argparse.Namespace) -> int:
     errors = Console(stderr=True, soft_wrap=True)
     try:
         if args.command == "image":
-            from .image import build_image
+            from .sandbox.image import build_image
 
             offline = True if args.offline else (False if args.online else None)
             print(build_image(offline=offline, progress=lambda m: errors.print(m, highlight=False, markup=False),
@@ -218,7 +218,7 @@ def _docker_admin(args: argparse.Namespace) -> int:
         removed = cleanup()
         print(f"removed {removed} leftover grading container(s)")
         if args.images:
-            from .image import remove_old_images
+            from .sandbox.image import remove_old_images
 
             print(f"removed {remove_old_images()} old grading image(s)")
         return EXIT_OK

@@ -15,13 +15,10 @@ import hashlib
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from .errors import ModuleUnitError
 from .paths import runtime_dir
-
-if TYPE_CHECKING:
-    from .modules import ModuleUnit
 
 RECORD = "RUNTIME.toml"
 
@@ -72,7 +69,18 @@ def declared(name: str) -> Runtime:
     return Runtime(name, parse_version(version, str(path)), content)
 
 
-def require(unit: ModuleUnit) -> Runtime:
+class UnitNeeds(Protocol):
+    """What a unit says of its runtime (grader.unit.ModuleUnit has it)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def runtime(self) -> str: ...
+    @property
+    def runtime_version(self) -> str: ...
+
+
+def require(unit: UnitNeeds) -> Runtime:
     """The runtime ``unit`` runs on, if this install's version of it is one the unit was written for."""
     if not root(unit.runtime).is_dir():
         raise ModuleUnitError(f"module unit {unit.name!r} runs on course runtime {unit.runtime!r}, which this install "

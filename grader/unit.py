@@ -21,7 +21,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from .modules import ModuleUnit
+from .moduleunit import ModuleUnit
 
 if TYPE_CHECKING:
     from .channel import CheckOutput

@@ -141,7 +141,7 @@ def test_the_student_wheel_holds_no_solution_and_no_hidden_check(student_wheel: 
     assert not [n for n in names if "/reference/solution" in n or n.endswith("solution.py")]
     unit_files = [n.split("/", 3)[3] for n in names if n.startswith("grader/modules/") and n.count("/") > 3]
     assert not [n for n in unit_files if n.split("/")[0] in UNIT.staff_only]  # its declaration, e.g. mutants/
-    assert not [n for n in names if n.startswith(("grader/batch/", "grader/export/", "grader/dist/", "grader/image.py"))]
+    assert not [n for n in names if n.startswith(("grader/batch/", "grader/export/", "grader/dist/", "grader/sandbox/image.py"))]
     text = {n: data.decode("utf-8", "replace") for n, data in files.items()}
     code = solution_lines()
     assert len(code) > 40  # the check below is about the solution's real code

@@ -8,9 +8,9 @@ from pathlib import Path
 
 from grader import modules
 from grader.dist.expected import fingerprint
-from grader.image import build_context, image_tag
 from grader.reference import ReferenceOracle
 from grader.sandbox.bundle import bundle_hash, ensure_bundle
+from grader.sandbox.image import build_context, image_tag
 
 from .conftest import _clear_caches, unit_installed
 

@@ -4,7 +4,7 @@ Each naming below is taken from the LMS's own source or documentation:
 
 Canvas, "Download Submissions" (canvas-lms ``lib/content_zipper.rb``): one file per attachment,
 
-    <sortable name>[_LATE]_<user id>_<attachment id>_<file name>      e.g. doejane_LATE_4321_99001_relu.ipynb
+    <sortable name>[_LATE]_<user id>_<attachment id>_<file name>      e.g. doejane_LATE_4321_99001_homework.ipynb
     [LATE_]anon_<anonymous id>_<attachment id>_<file name>            anonymous grading
 
 where the sortable name ("Doe, Jane") is lower-cased with every non-word character removed and

@@ -31,7 +31,7 @@ from .. import modules
 ROOT = Path(__file__).resolve().parents[2]
 STUDENT_NAME = "tinytorch-grader-student"
 # Paths under grader/ that only the staff package has.
-STAFF_ONLY = ("batch", "results", "export", "feedback", "selftest", "dist", "service", "image.py", "gradescope_mode.py")
+STAFF_ONLY = ("batch", "results", "export", "feedback", "selftest", "dist", "service", "sandbox/image.py", "gradescope_mode.py")
 STUDENT_README = """\
 # tinytorch-grader-student
 

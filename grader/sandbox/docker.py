@@ -280,7 +280,7 @@ def _remove_live() -> None:
     if not _live:
         return
     try:
-        from ..image import docker_client
+        from .image import docker_client
 
         client = docker_client(timeout=30)
     except Exception:
@@ -302,7 +302,7 @@ def cleanup(client: Any = None, *, older_than_s: float = 0.0, labels: dict[str, 
     import docker  # type: ignore[import-untyped,unused-ignore]
 
     if client is None:
-        from ..image import docker_client
+        from .image import docker_client
 
         client = docker_client()
     removed = 0
@@ -325,7 +325,7 @@ class DockerSandbox:
     def __init__(self, image: str | None = None, limits: DockerLimits = DockerLimits(),
                  progress: Callable[[str], None] | None = None, client: Any = None,
                  labels: dict[str, str] | None = None, keep_ready: bool = True) -> None:
-        from ..image import build_image, docker_client
+        from .image import build_image, docker_client
 
         self.keep_ready = keep_ready  # a container started after each run, for the next one
         self.client = client or docker_client()

@@ -26,7 +26,7 @@ def _engine_problem() -> str | None:
     except ImportError:
         return "the Docker SDK is not installed (pip install 'tinytorch-grader[docker]')"
     from grader.errors import SandboxUnavailable
-    from grader.image import docker_client
+    from grader.sandbox.image import docker_client
 
     try:
         docker_client(timeout=20)
@@ -42,7 +42,7 @@ def docker_client() -> Any:
         if os.environ.get("GRADER_REQUIRE_DOCKER") == "1":
             pytest.fail(f"GRADER_REQUIRE_DOCKER=1 but no Docker engine can be used: {problem}", pytrace=False)
         pytest.skip(f"no Docker engine: {problem}")
-    from grader.image import docker_client as make
+    from grader.sandbox.image import docker_client as make
 
     return make()
 
@@ -50,7 +50,7 @@ def docker_client() -> Any:
 @pytest.fixture(scope="session")
 def image(docker_client: Any) -> str:
     """The sandbox image's tag, built on first use (offline unless GRADER_IMAGE_ONLINE=1)."""
-    from grader.image import build_image
+    from grader.sandbox.image import build_image
 
     return build_image()
 

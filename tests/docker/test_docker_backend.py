@@ -294,7 +294,7 @@ def test_image_runs_python_numpy_and_the_harness_as_nobody(docker_client: Any, i
 
 
 def test_image_tag_is_a_content_hash_and_is_built_once(image: str) -> None:
-    from grader.image import build_image, image_tag
+    from grader.sandbox.image import build_image, image_tag
 
     assert image == image_tag()
     assert image.startswith("tinytorch-grader:") and len(image.split(":")[1]) == 16

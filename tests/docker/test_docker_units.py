@@ -103,7 +103,7 @@ def test_bootstrap_is_valid_python_and_boots_the_bundle() -> None:
 def test_unreachable_engine_says_how_to_start_it(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     pytest.importorskip("docker")
     from grader.errors import SandboxUnavailable
-    from grader.image import docker_client
+    from grader.sandbox.image import docker_client
 
     monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")
     with pytest.raises(SandboxUnavailable) as e:

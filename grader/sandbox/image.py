@@ -37,9 +37,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from .errors import SandboxError, SandboxUnavailable
-from .paths import cache_root
-from .sandbox.bundle import bundle_hash, ensure_bundle
+from ..errors import SandboxError, SandboxUnavailable
+from ..paths import cache_root
+from .bundle import bundle_hash, ensure_bundle
 
 REPOSITORY = "tinytorch-grader"
 BASE_REPOSITORY = "tinytorch-grader-base"
@@ -92,7 +92,7 @@ def image_tag() -> str:
 
 def offline_default() -> bool:
     """Offline (debootstrap) unless ``GRADER_IMAGE_ONLINE=1``."""
-    from .settings import settings
+    from ..settings import settings
 
     return not settings().image_online
 
