@@ -123,7 +123,7 @@ class Stack:
 async def setup_course(http: httpx.AsyncClient, staff: dict[str, str], slug: str, clients: int) -> list[dict[str, str]]:
     await http.post("/api/courses", json={"slug": slug, "title": slug}, headers=staff)
     r = await http.post(f"/api/courses/{slug}/assignments", headers=staff,
-                        json={"slug": "m11", "rate_limit": {"count": 10_000, "window_s": 60}})
+                        json={"slug": "m11", "module": "embeddings", "rate_limit": {"count": 10_000, "window_s": 60}})
     r.raise_for_status()
     roster = "student_id\n" + "".join(f"student{n:03d}\n" for n in range(clients))
     r = await http.post(f"/api/courses/{slug}/roster", files={"roster": ("r.csv", roster.encode())}, headers=staff)

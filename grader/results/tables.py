@@ -172,7 +172,7 @@ class Submission(Base):
     student_pk: Mapped[int] = mapped_column(ForeignKey("students.id", ondelete="CASCADE"), index=True)
     sha256: Mapped[str] = mapped_column(String(64))
     file_name: Mapped[str] = mapped_column(String(255))
-    content: Mapped[bytes] = mapped_column(LargeBinary)
+    content: Mapped[bytes] = mapped_column(LargeBinary, deferred=True)  # read when grading or shown, not for a status
     status: Mapped[str] = mapped_column(String(16), default="queued", index=True)
     generation: Mapped[int] = mapped_column(Integer, default=1)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, index=True)

@@ -329,8 +329,7 @@ def check_upload(session: Session, assignment: Assignment, student: Student, sha
     if found is not None:
         found.submitted_at = utcnow()
         return found
-    _check_rate(session, assignment, student)
-    _check_queue(session, assignment, queue)
+    _check_room(session, assignment, student, queue)
     return None
 
 
@@ -377,33 +376,35 @@ def _attempts_target(assignment: Assignment, student: Student) -> str:
     return f"assignment {assignment.id} student {student.id}"
 
 
-def _check_rate(session: Session, assignment: Assignment, student: Student) -> None:
+WAITING = ("queued", "grading")
+
+
+def _check_room(session: Session, assignment: Assignment, student: Student, queue: Queue) -> None:
+    """The student's rate limit (accepted and refused uploads in the window), then the queue's
+    room, counted in one statement."""
     since = utcnow() - timedelta(seconds=assignment.rate_limit_window_s)
-    accepted = session.execute(
-        select(func.count(Submission.id), func.min(Submission.created_at)).where(
-            Submission.assignment_id == assignment.id, Submission.student_pk == student.id,
-            Submission.created_at > since)).one()
-    refused = session.execute(
-        select(func.count(Audit.id), func.min(Audit.at)).where(
-            Audit.at > since, Audit.action == REFUSED, Audit.target == _attempts_target(assignment, student))).one()
-    count = int(accepted[0]) + int(refused[0])
-    oldest = min((at for at in (accepted[1], refused[1]) if at is not None), default=None)
+    mine = (Submission.assignment_id == assignment.id) & (Submission.student_pk == student.id) & \
+        (Submission.created_at > since)
+    refused = (Audit.at > since) & (Audit.action == REFUSED) & (Audit.target == _attempts_target(assignment, student))
+    waiting = Submission.status.in_(WAITING)
+    row = session.execute(select(
+        select(func.count(Submission.id)).where(mine).scalar_subquery(),
+        select(func.min(Submission.created_at)).where(mine).scalar_subquery(),
+        select(func.count(Audit.id)).where(refused).scalar_subquery(),
+        select(func.min(Audit.at)).where(refused).scalar_subquery(),
+        select(func.count(Submission.id)).where(waiting, Submission.assignment_id == assignment.id).scalar_subquery(),
+        select(func.count(Submission.id)).where(waiting).scalar_subquery())).one()
+    count = int(row[0] or 0) + int(row[2] or 0)
+    oldest = min((at for at in (row[1], row[3]) if at is not None), default=None)
     if count >= assignment.rate_limit_count:
         retry = int((oldest - since).total_seconds()) + 1 if oldest else assignment.rate_limit_window_s
         raise RateLimited(f"at most {assignment.rate_limit_count} uploads per {assignment.rate_limit_window_s} s "
                           f"for this assignment (refused ones count too); try again in {retry} s", retry_after=retry)
-
-
-WAITING = ("queued", "grading")
-
-
-def _check_queue(session: Session, assignment: Assignment, queue: Queue) -> None:
-    counts = session.execute(select(func.count(Submission.id).filter(Submission.assignment_id == assignment.id),
-                                    func.count(Submission.id)).where(Submission.status.in_(WAITING))).one()
-    mine, total = int(counts[0] or 0), int(counts[1] or 0)
-    if mine >= queue.per_assignment or total >= queue.total:
-        raise Busy(f"the grader has {max(mine, total)} uploads waiting already and takes no more for now; your file "
-                   "was not kept: upload it again in a minute (it does not count against your limit)", retry_after=60)
+    waiting_here, total = int(row[4] or 0), int(row[5] or 0)
+    if waiting_here >= queue.per_assignment or total >= queue.total:
+        raise Busy(f"the grader has {max(waiting_here, total)} uploads waiting already and takes no more for now; "
+                   "your file was not kept: upload it again in a minute (it does not count against your limit)",
+                   retry_after=60)
 
 
 def queue_place(session: Session, sub: Submission) -> int | None:

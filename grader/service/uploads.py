@@ -116,27 +116,27 @@ async def accept(run: Callable[[Callable[[Session], Any]], Any], dispatch: Calla
     check_size(name, content, limits)
     sha = hashlib.sha256(content).hexdigest()
 
+    target: tuple[Assignment, Student] | None = None
+
     def before(s: Session) -> dict[str, Any] | None:
-        a, student = _target(s, principal, course, assignment, student_id)
-        found = ops.check_upload(s, a, student, sha, queue)
+        nonlocal target
+        target = _target(s, principal, course, assignment, student_id)
+        found = ops.check_upload(s, *target, sha, queue)
         return None if found is None else _view(s, found, created=False)
 
     earlier: dict[str, Any] | None = await run_in_threadpool(run, before)
     if earlier is not None:
         return earlier
+    assert target is not None
+    a, student = target  # read already (the session keeps what it loaded); submit() re-counts under its lock
     try:
         await validate_upload(name, content, limits)
     except Invalid as e:
         reason = str(e)
-
-        def refused(s: Session) -> None:
-            ops.refuse_upload(s, *_target(s, principal, course, assignment, student_id), reason)
-
-        await run_in_threadpool(run, refused)
+        await run_in_threadpool(run, lambda s: ops.refuse_upload(s, a, student, reason))
         raise
 
     def work(s: Session) -> tuple[dict[str, Any], bool]:
-        a, student = _target(s, principal, course, assignment, student_id)
         sub, created = ops.submit(s, a, student, name, content, queue)
         return _view(s, sub, created=created), created
 
