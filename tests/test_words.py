@@ -24,7 +24,8 @@ def test_module_always_names_a_course_module_never_a_python_module() -> None:
     for path in SOURCES:
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for node in ast.walk(tree):
-            if isinstance(node, ast.arg) and node.arg == "module" and not _is_a_name(node.annotation):
+            if isinstance(node, ast.arg) and node.arg == "module" and node.annotation is not None \
+                    and not _is_a_name(node.annotation):
                 wrong.append(f"{path.relative_to(GRADER)}:{node.lineno} parameter module: {ast.unparse(node.annotation)}")
             elif (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name | ast.Attribute)
                   and (getattr(node.target, "id", None) or getattr(node.target, "attr", None)) == "module"
