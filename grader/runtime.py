@@ -12,13 +12,17 @@ re-checked and moved up by hand. Standard library only (units are found before a
 from __future__ import annotations
 
 import hashlib
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
 from .errors import ModuleUnitError
 from .paths import runtime_dir
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10 (the student package supports it): the same parser, as tomli
+    import tomli as tomllib  # type: ignore[no-redef,import-not-found,unused-ignore]
 
 RECORD = "RUNTIME.toml"
 
