@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Protocol
 
@@ -59,8 +60,9 @@ def content_hash(name: str) -> str:
     return h.hexdigest()[:16]
 
 
+@cache
 def declared(name: str) -> Runtime:
-    """The runtime's ``RUNTIME.toml``."""
+    """The runtime's ``RUNTIME.toml``, read once per process (every job planned asks)."""
     path = root(name) / RECORD
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
