@@ -70,7 +70,8 @@ def _read_status(request: Request, principal: Principal, submission_id: str) -> 
 async def wait_status(request: Request, principal: Principal, submission_id: str, wait_s: float,
                       last: dict[str, Any] | None = None, assignment: int | None = None) -> dict[str, Any]:
     """The status, as soon as it is final or its status or queue place differs from ``last``'s,
-    or after ``wait_s``. A grading that starts or ends wakes the wait (``notify``), and so, for a
+    or after ``wait_s``. A grading that ends wakes the wait (``notify``), one that starts only when
+    there is a ``last`` to differ from (a long poll wants the final status), and so, for a
     queued ``last`` of ``assignment`` (an event stream), does a grading of that assignment that
     starts (its place moved); the store is read again only then. The slow fallback for what no
     announcement told: ``Waiters.watch``, one read for every waiter each ``poll_interval_s``; an
@@ -79,7 +80,7 @@ async def wait_status(request: Request, principal: Principal, submission_id: str
     deadline = time.monotonic() + min(wait_s, settings.long_poll_max_s)
     follows = assignment if last is not None and last["status"] == "queued" else None
     while True:
-        event = waiters.register(submission_id, follows=follows)
+        event = waiters.register(submission_id, follows=follows, final_only=last is None)
         try:
             view = await run_in_threadpool(load_status, request, principal, submission_id)
             left = deadline - time.monotonic()

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 from ..results.database import Database
 from .jobs import Heartbeat, run_job
+from .notify import ENDED, STARTED, Change
 from .settings import ServiceSettings
 
 log = logging.getLogger("grader.service")
@@ -34,10 +35,12 @@ ABANDON_WAIT_S = 2.0
 
 class LocalPool:
     """The embedded mode's graders: ``settings.workers`` threads in the API process, each with its
-    own warm sandbox. ``on_change(submission_id)`` is called once a job's grading has started and
-    again after its result is committed (``notify.Waiters.notify``: the live statuses answer at once)."""
+    own warm sandbox. ``on_change(submission_id, change)`` is called once a job's grading has
+    started (``STARTED``) and again after it ended and its result is committed (``ENDED``;
+    ``notify.Waiters.notify``: the live statuses answer at once)."""
 
-    def __init__(self, db: Database, settings: ServiceSettings, on_change: Callable[[str], None] | None = None) -> None:
+    def __init__(self, db: Database, settings: ServiceSettings,
+                 on_change: Callable[[str, Change], None] | None = None) -> None:
         self.db, self.settings, self.on_change = db, settings, on_change
         self._pool = ThreadPoolExecutor(max_workers=max(1, settings.workers), thread_name_prefix="grade")
         self._closed, self._abandoned = threading.Event(), threading.Event()
@@ -70,7 +73,8 @@ class LocalPool:
             self._running += 1
         try:
             run_job(self.db, submission_id, generation, worker=s.hostname, backend=s.backend, official=s.official,
-                    abandoned=self._abandoned, on_started=self.on_change)
+                    abandoned=self._abandoned,
+                    on_started=self._started)
         except Exception:  # the store is down past its retries: the next start hands the job over again
             if not self._abandoned.is_set():
                 log.exception("submission %s: grading could not be recorded", submission_id)
@@ -82,7 +86,11 @@ class LocalPool:
                 if not self._pending[key]:
                     del self._pending[key]
             if self.on_change is not None:
-                self.on_change(submission_id)
+                self.on_change(submission_id, ENDED)
+
+    def _started(self, submission_id: str) -> None:
+        if self.on_change is not None:
+            self.on_change(submission_id, STARTED)
 
     def close(self) -> None:
         """Stop taking work; give the gradings in progress ``shutdown_grace_s`` to finish and be
@@ -116,6 +124,13 @@ class LocalPool:
             return self._running
 
 
+class _Sent:
+    """What ``send_task`` returns here in place of a result (Celery sets ``ignored`` on it)."""
+
+    def __init__(self, task_id: str) -> None:
+        self.id, self.ignored = task_id, True
+
+
 class CeleryDispatcher:
     """The scaled-out mode: a Celery task on the Redis broker, picked up by ``grader worker``s."""
 
@@ -130,8 +145,10 @@ class CeleryDispatcher:
         try:
             from .tasks import TASK_NAME
 
-            self.app.send_task(TASK_NAME, args=(submission_id, generation), retry=True,
-                               task_id=f"{submission_id}.{generation}.{uuid.uuid4().hex[:12]}",
+            # No result is kept: without ignore_result and result_cls, Celery builds a result
+            # backend in each new thread of the API's pool (a scan of installed packages each time).
+            self.app.send_task(TASK_NAME, args=(submission_id, generation), retry=True, ignore_result=True,
+                               result_cls=_Sent, task_id=f"{submission_id}.{generation}.{uuid.uuid4().hex[:12]}",
                                retry_policy={"max_retries": 2, "interval_start": 0.1, "interval_step": 0.2,
                                              "interval_max": 0.5})
         except Exception as e:  # kombu raises many types; any failure leaves the job to the sweeper

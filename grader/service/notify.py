@@ -3,9 +3,11 @@ answer as soon as a grading starts or its result is committed, instead of each r
 
 The embedded pool calls ``Waiters.notify`` itself; a ``grader worker`` on any host announces the
 change on the Redis broker (``announce``, pub/sub), and each API's ``Subscriber`` hands it to its
-``Waiters``. An announcement is only a submission id: whoever waits reads the status again. Best
-effort: a lost message costs one poll interval (``poll_interval_s``), nothing else: every interval,
-``Waiters.watch`` reads the status of all waited-for submissions at once, not once per waiter."""
+``Waiters``. An announcement is a submission id and what changed (``STARTED`` or ``ENDED``): whoever
+waits for that change reads the status again, and a long poll, which wants only the final status,
+sleeps through ``STARTED``. Best effort: a lost message costs one poll interval
+(``poll_interval_s``), nothing else: every interval, ``Waiters.watch`` reads the status of all
+waited-for submissions at once, not once per waiter."""
 
 from __future__ import annotations
 
@@ -13,16 +15,21 @@ import asyncio
 import logging
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Final, Literal
+
+from .ops import WAITING
 
 log = logging.getLogger("grader.service")
 CHANNEL = "grader:done"  # its name from when only finished gradings were announced (older APIs listen on it)
+Change = Literal["started", "ended"]  # a grading's status changes, as announced
+STARTED: Final = "started"
+ENDED: Final = "ended"
 _clients: dict[str, Any] = {}
 _lock = threading.Lock()
 
 
-def announce(broker_url: str, submission_id: str) -> None:
-    """Tell every API that ``submission_id``'s status changed (its grading started or finished)."""
+def announce(broker_url: str, submission_id: str, change: Change) -> None:
+    """Tell every API that ``submission_id``'s grading started or ended (``change``)."""
     import redis
 
     try:
@@ -31,7 +38,7 @@ def announce(broker_url: str, submission_id: str) -> None:
             if client is None:
                 client = _clients[broker_url] = redis.Redis.from_url(broker_url, socket_timeout=2,
                                                                       socket_connect_timeout=2)
-        client.publish(CHANNEL, submission_id)
+        client.publish(CHANNEL, f"{submission_id} {change}")
     except redis.RedisError as e:
         log.info("could not announce %s (the API will poll instead): %s", submission_id, e)
 
@@ -45,18 +52,21 @@ class Waiters:
 
     def __init__(self, started_in: Callable[[str], int | None] | None = None) -> None:
         self._events: dict[str, dict[asyncio.Event, object]] = {}  # each waiter's last seen status
+        self._final_only: set[asyncio.Event] = set()  # waiters not woken by a grading that starts
         self._followers: dict[int, set[asyncio.Event]] = {}  # by assignment: streams of queued uploads
         self.started_in = started_in  # the assignment of a submission now grading, else None
         self.loop: asyncio.AbstractEventLoop | None = None
 
-    def notify(self, submission_id: str) -> None:  # any thread
+    def notify(self, submission_id: str, change: Change | None = None) -> None:  # any thread
+        """``change``: None when the announcer did not say (an older worker): every waiter wakes."""
         if self.loop is not None and not self.loop.is_closed():
-            self.loop.call_soon_threadsafe(self._set, submission_id)
+            self.loop.call_soon_threadsafe(self._set, submission_id, change)
 
-    def _set(self, submission_id: str) -> None:
+    def _set(self, submission_id: str, change: Change | None) -> None:
         for event in self._events.get(submission_id, ()):
-            event.set()
-        if self._followers and self.started_in is not None and self.loop is not None:
+            if not (change == STARTED and event in self._final_only):
+                event.set()
+        if change != ENDED and self._followers and self.started_in is not None and self.loop is not None:
             self.loop.create_task(self._wake_followers(submission_id))
 
     async def _wake_followers(self, submission_id: str) -> None:
@@ -69,11 +79,14 @@ class Waiters:
         for event in self._followers.get(assignment, ()) if assignment is not None else ():
             event.set()
 
-    def register(self, submission_id: str, *, follows: int | None = None) -> asyncio.Event:
-        """An event set when ``submission_id``'s status changes, and (``follows``: an assignment)
-        when a grading of that assignment starts."""
+    def register(self, submission_id: str, *, follows: int | None = None, final_only: bool = False) -> asyncio.Event:
+        """An event set when ``submission_id``'s status changes (``final_only``: when its grading
+        ends, not when it starts), and (``follows``: an assignment) when a grading of that
+        assignment starts."""
         event = asyncio.Event()
         self._events.setdefault(submission_id, {})[event] = None
+        if final_only:
+            self._final_only.add(event)
         if follows is not None:
             self._followers.setdefault(follows, set()).add(event)
         return event
@@ -87,6 +100,7 @@ class Waiters:
     def unregister(self, submission_id: str, event: asyncio.Event) -> None:
         waiting = self._events.get(submission_id, {})
         waiting.pop(event, None)
+        self._final_only.discard(event)
         if not waiting:
             self._events.pop(submission_id, None)
         for assignment, followers in list(self._followers.items()):
@@ -114,17 +128,30 @@ class Waiters:
                 continue
             for sid in ids:
                 for event, status in waiting[sid]:
-                    if now.get(sid) != status:
+                    if now.get(sid) != status and not (event in self._final_only and _still_waiting(status, now.get(sid))):
                         event.set()
 
 
 WATCH_CHUNK = 500  # submission ids in one re-read
 
 
-class Subscriber:
-    """A background thread calling ``on_change(submission_id)`` for each announcement."""
+def _still_waiting(seen: object, now: object) -> bool:
+    """Whether a (status, generation) read ``now`` is, for a waiter of the final status that saw
+    ``seen``, no news: the same generation, still queued or grading."""
+    return (isinstance(seen, tuple) and isinstance(now, tuple) and seen[1:] == now[1:]
+            and seen[0] in WAITING and now[0] in WAITING)
 
-    def __init__(self, broker_url: str, on_change: Callable[[str], None]) -> None:
+
+def parse(data: bytes) -> tuple[str, Change | None]:
+    """An announcement's submission id and change (None from a worker that announced only the id)."""
+    submission_id, _, change = data.decode("ascii", "replace").partition(" ")
+    return submission_id, STARTED if change == STARTED else ENDED if change == ENDED else None
+
+
+class Subscriber:
+    """A background thread calling ``on_change(submission_id, change)`` for each announcement."""
+
+    def __init__(self, broker_url: str, on_change: Callable[[str, Change | None], None]) -> None:
         self.broker_url, self.on_change = broker_url, on_change
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True, name="status-subscriber")
@@ -143,7 +170,7 @@ class Subscriber:
                 while not self._stop.is_set():
                     message = pubsub.get_message(timeout=1.0)
                     if message and isinstance(message.get("data"), bytes):
-                        self.on_change(message["data"].decode("ascii", "replace"))
+                        self.on_change(*parse(message["data"]))
                 pubsub.close()
                 client.close()
             except redis.RedisError as e:

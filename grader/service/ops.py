@@ -4,6 +4,7 @@ writes an audit row in the same transaction."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import secrets
@@ -12,8 +13,9 @@ import uuid
 from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
-from sqlalchemy import delete, func, select, update
+from sqlalchemy import Integer, Select, bindparam, delete, func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, object_session
 
@@ -36,6 +38,7 @@ from ..results.tables import (
     Staff,
     Student,
     Submission,
+    UTCDateTime,
     WebSession,
     utcnow,
 )
@@ -325,11 +328,24 @@ def check_upload(session: Session, assignment: Assignment, student: Student, sha
                  ) -> Submission | None:
     """Before an upload is read: the existing submission of this content (uploads are idempotent:
     its ``submitted_at`` is renewed), else None once the rate limit and the queue have room."""
-    found = _existing(session, assignment, student, sha)
-    if found is not None:
+    since = utcnow() - timedelta(seconds=assignment.rate_limit_window_s)
+    row = session.execute(_room_statement(), {"assignment": assignment.id, "student": student.id, "since": since,
+                                              "target": _attempts_target(assignment, student), "sha": sha}).one()
+    if row.existing is not None:
+        found = session.get_one(Submission, row.existing)
         found.submitted_at = utcnow()
         return found
-    _check_room(session, assignment, student, queue)
+    count = int(row.mine or 0) + int(row.refused or 0)
+    oldest = min((at for at in (row.mine_oldest, row.refused_oldest) if at is not None), default=None)
+    if count >= assignment.rate_limit_count:
+        retry = int((oldest - since).total_seconds()) + 1 if oldest else assignment.rate_limit_window_s
+        raise RateLimited(f"at most {assignment.rate_limit_count} uploads per {assignment.rate_limit_window_s} s "
+                          f"for this assignment (refused ones count too); try again in {retry} s", retry_after=retry)
+    waiting_here, total = int(row.waiting_here or 0), int(row.waiting or 0)
+    if waiting_here >= queue.per_assignment or total >= queue.total:
+        raise Busy(f"the grader has {max(waiting_here, total)} uploads waiting already and takes no more for now; "
+                   "your file was not kept: upload it again in a minute (it does not count against your limit)",
+                   retry_after=60)
     return None
 
 
@@ -379,32 +395,27 @@ def _attempts_target(assignment: Assignment, student: Student) -> str:
 WAITING = ("queued", "grading")
 
 
-def _check_room(session: Session, assignment: Assignment, student: Student, queue: Queue) -> None:
-    """The student's rate limit (accepted and refused uploads in the window), then the queue's
-    room, counted in one statement."""
-    since = utcnow() - timedelta(seconds=assignment.rate_limit_window_s)
-    mine = (Submission.assignment_id == assignment.id) & (Submission.student_pk == student.id) & \
-        (Submission.created_at > since)
-    refused = (Audit.at > since) & (Audit.action == REFUSED) & (Audit.target == _attempts_target(assignment, student))
+@functools.cache
+def _room_statement() -> Select[Any]:
+    """What an upload is checked against, in one statement built once (building it costs more than
+    running it): an earlier upload of the same file (``existing``), then the student's rate limit
+    (accepted and refused uploads in the window) and the queue's room. Parameters: ``assignment``,
+    ``student``, ``sha``, ``since``, ``target``."""
+    assignment, student = bindparam("assignment", type_=Integer), bindparam("student", type_=Integer)
+    since = bindparam("since", type_=UTCDateTime)
+    mine = (Submission.assignment_id == assignment) & (Submission.student_pk == student)
+    recent = mine & (Submission.created_at > since)
+    refused = (Audit.at > since) & (Audit.action == REFUSED) & (Audit.target == bindparam("target"))
     waiting = Submission.status.in_(WAITING)
-    row = session.execute(select(
-        select(func.count(Submission.id)).where(mine).scalar_subquery(),
-        select(func.min(Submission.created_at)).where(mine).scalar_subquery(),
-        select(func.count(Audit.id)).where(refused).scalar_subquery(),
-        select(func.min(Audit.at)).where(refused).scalar_subquery(),
-        select(func.count(Submission.id)).where(waiting, Submission.assignment_id == assignment.id).scalar_subquery(),
-        select(func.count(Submission.id)).where(waiting).scalar_subquery())).one()
-    count = int(row[0] or 0) + int(row[2] or 0)
-    oldest = min((at for at in (row[1], row[3]) if at is not None), default=None)
-    if count >= assignment.rate_limit_count:
-        retry = int((oldest - since).total_seconds()) + 1 if oldest else assignment.rate_limit_window_s
-        raise RateLimited(f"at most {assignment.rate_limit_count} uploads per {assignment.rate_limit_window_s} s "
-                          f"for this assignment (refused ones count too); try again in {retry} s", retry_after=retry)
-    waiting_here, total = int(row[4] or 0), int(row[5] or 0)
-    if waiting_here >= queue.per_assignment or total >= queue.total:
-        raise Busy(f"the grader has {max(waiting_here, total)} uploads waiting already and takes no more for now; "
-                   "your file was not kept: upload it again in a minute (it does not count against your limit)",
-                   retry_after=60)
+    return select(
+        select(Submission.id).where(mine, Submission.sha256 == bindparam("sha")).scalar_subquery().label("existing"),
+        select(func.count(Submission.id)).where(recent).scalar_subquery().label("mine"),
+        select(func.min(Submission.created_at)).where(recent).scalar_subquery().label("mine_oldest"),
+        select(func.count(Audit.id)).where(refused).scalar_subquery().label("refused"),
+        select(func.min(Audit.at)).where(refused).scalar_subquery().label("refused_oldest"),
+        select(func.count(Submission.id)).where(waiting, Submission.assignment_id == assignment)
+        .scalar_subquery().label("waiting_here"),
+        select(func.count(Submission.id)).where(waiting).scalar_subquery().label("waiting"))
 
 
 def queue_place(session: Session, sub: Submission) -> int | None:

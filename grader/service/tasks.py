@@ -20,7 +20,7 @@ from celery.signals import worker_process_init, worker_shutdown
 
 from ..results.database import Database, StoreUnavailable
 from .jobs import Heartbeat, requeue_grading_of, run_job
-from .notify import announce
+from .notify import ENDED, STARTED, announce
 from .settings import ServiceSettings
 
 TASK_NAME = "grader.grade"  # the Celery task name the API enqueues and workers serve
@@ -67,8 +67,8 @@ def register_task(app: Celery) -> Any:
         db, s = _State.db, _State.settings
         assert db is not None and s is not None, "the task runs only in 'grader worker'"
         outcome = run_job(db, submission_id, generation, worker=s.hostname, backend=s.backend, official=s.official,
-                          on_started=partial(announce, s.broker))  # the API's live statuses: "grading"
-        announce(s.broker, submission_id)
+                          on_started=partial(announce, s.broker, change=STARTED))  # the API's live statuses
+        announce(s.broker, submission_id, ENDED)
         return outcome
 
     return grade

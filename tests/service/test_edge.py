@@ -241,7 +241,7 @@ def test_a_long_poll_is_woken_by_the_finished_grading(settings: ServiceSettings)
                 s.get_one(Submission, sid).status = "graded"
 
             app.state.db.run(graded)
-            app.state.waiters.notify(sid)  # what the grading pool (or the Redis announcement) does
+            app.state.waiters.notify(sid, "ended")  # what the grading pool (or the Redis announcement) does
             view = poll.result(timeout=120).json()
         assert view["status"] == "graded" and time.monotonic() - started < 60  # woken, not at the end of its wait
 
@@ -271,7 +271,7 @@ def test_a_grading_that_starts_moves_the_queue_places_of_the_assignments_event_s
 
                         app.state.db.run(started)
                         woken = time.monotonic()
-                        app.state.waiters.notify(first)  # what the graders' announcement does
+                        app.state.waiters.notify(first, "started")  # what the graders' announcement does
                     else:
                         break
         assert places == [2, 1]
@@ -289,6 +289,49 @@ def test_waiting_long_polls_share_one_store_read_per_interval(settings: ServiceS
     shared = [r for r in reads if "submissions.id IN" in r]
     assert len(per_waiter) <= 2 * 2 + 1  # each poll reads at its start and at its end (alice's: once woken)
     assert 3 <= len(shared) <= 12  # one read for both each 0.5 s, over about 4 s
+
+
+def test_a_long_poll_sleeps_through_the_start_of_its_grading(settings: ServiceSettings) -> None:
+    """A long poll wants the final status: neither the announcement that the grading started nor
+    the fallback re-read that finds it grading makes it read its submission again. Only the end does."""
+    from grader.results.tables import Submission
+
+    with parked_service(replace(settings, poll_interval_s=0.3)) as (client, token):
+        course = make_course(client, token)
+        sid = course.upload("alice", SUBMISSIONS / "correct_source.py").json()["id"]
+        app: Any = client.app
+        own_reads: list[str] = []
+
+        def count(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+            if ("FROM submissions" in statement and "submissions.id = " in statement
+                    and threading.current_thread() is not threading.main_thread()):  # not this test's writes
+                own_reads.append(statement)
+
+        def status(value: str) -> Any:
+            def write(s: Any) -> None:
+                s.get_one(Submission, sid).status = value
+            return write
+
+        event.listen(app.state.db.engine, "before_cursor_execute", count)
+        try:
+            with ThreadPoolExecutor(1) as pool:
+                poll = pool.submit(client.get, f"/api/submissions/{sid}", params={"wait": 120},
+                                   headers=course.students["alice"])
+                deadline = time.monotonic() + 60
+                while not own_reads and time.monotonic() < deadline:  # the poll has read and waits
+                    time.sleep(0.05)
+                time.sleep(0.5)
+                app.state.db.run(status("grading"))
+                app.state.waiters.notify(sid, "started")  # what the graders announce
+                time.sleep(1.5)  # the fallback re-reads every 0.3 s meanwhile: it finds "grading"
+                during = len(own_reads)
+                app.state.db.run(status("graded"))
+                app.state.waiters.notify(sid, "ended")
+                view = poll.result(timeout=120).json()
+        finally:
+            event.remove(app.state.db.engine, "before_cursor_execute", count)
+    assert view["status"] == "graded"
+    assert during == 1, own_reads[:during]  # its first read only, until the grading ended
 
 
 def _two_long_polls(client: TestClient, token: str) -> tuple[list[dict[str, Any]], list[str]]:
@@ -329,12 +372,12 @@ def test_the_embedded_graders_tell_the_waiters_when_a_grading_starts(settings: S
 
     printed: list[str] = []
     app: Any = create_app(settings, announce=printed.append)
-    told: list[tuple[str, str]] = []
+    told: list[tuple[str, str, str]] = []
     real = app.state.waiters.notify
 
-    def spy(sid: str) -> None:  # the pool's thread, as it tells the waiters: what a waiter would read
-        told.append((sid, app.state.db.run(lambda s: s.get_one(Submission, sid).status)))
-        real(sid)
+    def spy(sid: str, change: str) -> None:  # the pool's thread, as it tells the waiters: what a waiter would read
+        told.append((sid, change, app.state.db.run(lambda s: s.get_one(Submission, sid).status)))
+        real(sid, change)
 
     app.state.waiters.notify = spy
     with TestClient(app) as client:
@@ -344,7 +387,7 @@ def test_the_embedded_graders_tell_the_waiters_when_a_grading_starts(settings: S
         deadline = time.monotonic() + 10
         while len(told) < 2 and time.monotonic() < deadline:  # the pool tells after its commit
             time.sleep(0.05)
-    assert told == [(sid, "grading"), (sid, "graded")]
+    assert told == [(sid, "started", "grading"), (sid, "ended", "graded")]
 
 
 def test_an_event_stream_says_grading_as_soon_as_it_starts(settings: ServiceSettings, tmp_path: Path) -> None:
@@ -387,15 +430,15 @@ def test_a_worker_announces_when_a_grading_starts_and_when_it_ends(redis_server:
     from grader.service import tasks
     from grader.service.notify import Subscriber, announce
 
-    heard: list[str] = []
-    subscriber = Subscriber(redis_server.url, heard.append)
+    heard: list[tuple[str, str | None]] = []
+    subscriber = Subscriber(redis_server.url, lambda sid, change: heard.append((sid, change)))
     subscriber.start()
     try:
         deadline = time.monotonic() + 30
-        while "ready" not in heard and time.monotonic() < deadline:  # heard only once it has subscribed
-            announce(redis_server.url, "ready")
+        while ("ready", "ended") not in heard and time.monotonic() < deadline:  # heard only once it has subscribed
+            announce(redis_server.url, "ready", "ended")
             time.sleep(0.1)
-        assert "ready" in heard
+        assert ("ready", "ended") in heard
         sid, steps = "a" * 32, []
 
         def run_job(_db: Any, submission_id: str, _generation: int, *, on_started: Any = None, **_: Any) -> str:
@@ -410,11 +453,32 @@ def test_a_worker_announces_when_a_grading_starts_and_when_it_ends(redis_server:
         monkeypatch.setattr(tasks._State, "settings", worker)
         heard.clear()
         assert tasks.register_task(tasks.make_celery(worker)).run(sid, 1) == "graded"
-        while heard.count(sid) < 2 and time.monotonic() < deadline:
+        while len(heard) < 2 and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert steps == ["claimed", "graded"] and heard.count(sid) == 2, heard
+        assert steps == ["claimed", "graded"] and heard == [(sid, "started"), (sid, "ended")], heard
     finally:
         subscriber.stop()
+
+
+@pytest.mark.redis
+def test_the_scaled_dispatcher_hands_a_job_to_the_broker_itself(redis_server: Any) -> None:
+    """``CeleryDispatcher.enqueue`` puts the job in the broker and says so, from any thread (the
+    API's pool): a job it failed to send would still be graded, by the sweeper, seconds later,
+    so only the broker's contents tell."""
+    from grader.service.dispatch import CeleryDispatcher
+
+    dispatcher = CeleryDispatcher(ServiceSettings(broker=redis_server.url))
+    dispatcher._redis().flushall()  # no other test's jobs (no worker runs meanwhile)
+    try:
+        ids = [f"{n:032x}" for n in range(1, 4)]
+        with ThreadPoolExecutor(3) as pool:
+            sent = list(pool.map(lambda sid: dispatcher.enqueue(sid, 1), ids))
+        assert sent == [True, True, True]
+        assert {(sid, 1) for sid in ids} <= (dispatcher.held() or set())
+        assert dispatcher.depth() == 3
+    finally:
+        dispatcher._redis().flushall()
+        dispatcher.close()
 
 
 # ---- request bodies ----------------------------------------------------------------------------------
