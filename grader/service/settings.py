@@ -74,9 +74,10 @@ class ServiceSettings:
     poll_interval_s: float = setting(10.0, env="GRADER_POLL_INTERVAL_S",
                                      help="the slow fallback while waiting: this often, one store read for all "
                                           "the waiting long polls, and each event stream's re-read of its queue "
-                                          "place (a grading that starts or finishes wakes its waiters at once, "
-                                          "in-process embedded, Redis pub/sub scaled; one that starts also wakes "
-                                          "the event streams of its assignment's queued uploads)")
+                                          "place (a grading that finishes wakes its waiters at once, "
+                                          "in-process embedded, Redis pub/sub scaled; one that starts wakes the "
+                                          "event streams, its own and those of its assignment's queued uploads, "
+                                          "but not a long poll, which waits for the final status)")
     queue_per_assignment: int = setting(300, env="GRADER_QUEUE_PER_ASSIGNMENT",
                                         help="uploads waiting to be graded (queued or grading) per assignment; "
                                              "beyond, an upload is answered 503 with `Retry-After: 60` and kept "

@@ -31,7 +31,8 @@ from tests.service.conftest import browser
 from tests.service.lti_platform import CLIENT_ID, LMS, Served, lti_toml, rsa_pem
 
 
-def _world(tmp_path: Path, registered: bool = True, allow: tuple[str, ...] = ("127.0.0.1/32",)
+def _world(tmp_path: Path, registered: bool = True, allow: tuple[str, ...] = ("127.0.0.1/32",),
+           assignment: tuple[str, str, str] = ("m11", "embeddings", "Embeddings"),
            ) -> Iterator[tuple[TestClient, Served, dict[str, str]]]:
     lms = LMS()
     served = Served(lms)
@@ -42,12 +43,14 @@ def _world(tmp_path: Path, registered: bool = True, allow: tuple[str, ...] = ("1
         staff = {"Authorization": "Bearer " + tokens_seen[0].rsplit(" ", 1)[1]}
         lms.tool_jwks = lambda: client.get("/lti/jwks").json()
         assert client.post("/api/courses", json={"slug": "cs249", "title": "ML Systems"}, headers=staff).status_code == 201
+        slug, module, title = assignment
         r = client.post("/api/courses/cs249/assignments", headers=staff,
-                        json={"slug": "m11", "module": "embeddings", "title": "Embeddings", "policy": {"total": "visible"}})
+                        json={"slug": slug, "module": module, "title": title, "policy": {"total": "visible"}})
         assert r.status_code == 201, r.text
-        lms.custom = {"grader_link": client.get("/lti/courses/cs249/assignments/m11/link", headers=staff).json()["value"]}
+        link = client.get(f"/lti/courses/cs249/assignments/{slug}/link", headers=staff).json()["value"]
+        lms.custom = {"grader_link": link}
         if registered:
-            staff_opens_the_link(client, served, staff)
+            staff_opens_the_link(client, served, staff, slug)
         yield client, served, staff
     served.stop()
 
@@ -119,7 +122,7 @@ def test_tabs_launching_at_once_all_land_signed_in_as_one_student(world: Any) ->
     assert [s["student_id"] for s in students] == ["alice@example.edu"]
 
 
-def staff_opens_the_link(client: TestClient, served: Served, staff: dict[str, str]) -> None:
+def staff_opens_the_link(client: TestClient, served: Served, staff: dict[str, str], assignment: str = "m11") -> None:
     """The LMS course's first launch, by an instructor who signs in with a staff token: only course
     staff link a new LMS course to the grader course its link names."""
     r = launch(client, served, role=INSTRUCTOR, sub="t0")
@@ -127,7 +130,7 @@ def staff_opens_the_link(client: TestClient, served: Served, staff: dict[str, st
     next_url = unquote(r.headers["location"].split("next=", 1)[1])
     staff_sign_in(client, staff["Authorization"].split()[1], next_url)
     linked = confirm_staff_link(client, next_url)
-    assert (linked.status_code, linked.headers["location"]) == (303, "/staff/c/cs249/m11"), linked.text
+    assert (linked.status_code, linked.headers["location"]) == (303, f"/staff/c/cs249/{assignment}"), linked.text
     client.cookies.clear()
 
 
@@ -599,3 +602,37 @@ def test_an_override_stands_through_a_regrade_and_its_removal_sends_the_automati
     assert deliver(client) == 1  # the regrade's automatic score, sent after all
     scores = served.lms.scores
     assert [s["scoreGiven"] for s in scores] == [60.0, 90.0, 70.0] and scores[2]["timestamp"] > scores[1]["timestamp"]
+
+
+def test_a_module_12_assignment_is_launched_uploaded_graded_and_its_score_sent_back(tmp_path: Path) -> None:
+    """The second course module through LTI, end to end: a learner launches an Attention
+    assignment, uploads the course's solution on its page, the embedded graders grade it with
+    module 12's rubric, and the LMS receives its full marks."""
+    from grader.modules import attention
+
+    solution = Path(attention.__file__).parent / "examples" / "correct_newer.ipynb"
+    world = _world(tmp_path, assignment=("m12", "attention", "Attention"))
+    client, served, _staff = next(world)
+    try:
+        r = launch(client, served, lineitem="item-12")
+        assert (r.status_code, r.headers["location"]) == (303, "/c/cs249/m12"), r.text
+        page = client.get("/c/cs249/m12")
+        assert page.status_code == 200 and "Attention" in page.text
+        csrf = re.search(r'name="csrf" value="([^"]+)"', page.text)
+        assert csrf, page.text
+        r = client.post("/c/cs249/m12/upload", data={"csrf": csrf.group(1)},
+                        files={"file": (solution.name, solution.read_bytes())}, follow_redirects=False)
+        assert r.status_code == 303, r.text
+        db = client.app.state.db  # type: ignore[attr-defined]
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:
+            graded = db.run(lambda s: [(g.status, g.score, g.max_score) for g in s.query(Grading).all()])
+            if graded:
+                break
+            time.sleep(0.5)
+        assert graded == [("graded", 100.0, 100.0)], graded
+        assert deliver(client) == 1
+        [score] = served.lms.scores
+        assert (score["lineitem"], score["scoreGiven"], score["scoreMaximum"]) == ("item-12", 100.0, 100.0)
+    finally:
+        world.close()
