@@ -50,3 +50,24 @@ def test_the_image_and_the_zygote_bundle_hold_no_unit(tmp_path: Path) -> None:
     assert not [n for n in names if n.startswith("grader/grader/") and not n.startswith("grader/grader/harness/")
                 and n != "grader/grader/__init__.py"]  # no grader/modules/: no unit
     assert files == {n.removeprefix("grader/") for n in names if n.endswith(".py")}
+
+
+def test_a_refresh_keeps_a_shipped_array_that_differs_only_by_float_rounding(tmp_path: Path) -> None:
+    """``grader.dist refresh`` on another machine (another BLAS) must not rewrite the shipped
+    files whose values moved by float rounding only, but must write every real change."""
+    import numpy as np
+
+    from grader.dist.expected import _save
+
+    shipped = tmp_path / "shipped.npy"
+    values = np.linspace(-1.0, 1.0, 12).reshape(3, 4)
+    np.save(shipped, values)
+    before = shipped.read_bytes()
+    _save(tmp_path / "rounded.npy", values * (1 + 3e-8), shipped)
+    assert (tmp_path / "rounded.npy").read_bytes() == before
+    _save(tmp_path / "changed.npy", values + 1e-3, shipped)
+    assert np.array_equal(np.load(tmp_path / "changed.npy"), values + 1e-3)
+    _save(tmp_path / "reshaped.npy", values.reshape(4, 3), shipped)
+    assert np.load(tmp_path / "reshaped.npy").shape == (4, 3)
+    _save(tmp_path / "new.npy", values, tmp_path / "none.npy")  # nothing shipped yet
+    assert np.array_equal(np.load(tmp_path / "new.npy"), values)
