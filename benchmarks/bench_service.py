@@ -133,7 +133,7 @@ async def setup_course(http: httpx.AsyncClient, staff: dict[str, str], slug: str
 
 
 async def student(http: httpx.AsyncClient, base: str, auth: dict[str, str], files: list[int], deadline: float,
-                  latencies: list[float], uploads: list[float], ids: list[str], think: float) -> None:
+                  latencies: list[float], uploads: list[float], ids: list[str], think: float, busy: list[str]) -> None:
     pace = random.Random(files[0] if files else 0)
     for n in files:
         if think:
@@ -142,8 +142,18 @@ async def student(http: httpx.AsyncClient, base: str, auth: dict[str, str], file
             return
         name, content = submission(n)
         t0 = time.perf_counter()
-        r = await http.post(f"{base}/submissions", files={"file": (name, content)}, headers=auth)
-        uploads.append(time.perf_counter() - t0)
+        while True:  # a busy answer (503) is taken as a client should: again after its Retry-After
+            sent = time.perf_counter()
+            try:
+                r = await http.post(f"{base}/submissions", files={"file": (name, content)}, headers=auth)
+            except (httpx.ReadError, httpx.RemoteProtocolError):  # a kept-alive connection the server
+                busy.append("connection closed while idle; sent again")  # closed as it was reused:
+                continue  # an upload is idempotent, so it is simply sent again
+            uploads.append(time.perf_counter() - sent)
+            if r.status_code != 503 or time.monotonic() > deadline:
+                break
+            busy.append(r.json().get("detail", ""))
+            await asyncio.sleep(float(r.headers.get("retry-after", "5")))
         r.raise_for_status()
         sid = r.json()["id"]
         ids.append(sid)
@@ -163,15 +173,16 @@ async def load(stack: Stack, slug: str, count: int, clients: int, deadline_s: fl
         latencies: list[float] = []
         uploads: list[float] = []
         ids: list[str] = []
+        busy: list[str] = []
         deadline = time.monotonic() + deadline_s
         assert stack.api is not None
         cpu = cpu_seconds(stack.api.pid)  # the course's set-up is not counted
         t0 = time.perf_counter()
         await asyncio.gather(*(student(http, base, auths[c], list(range(offset + c, offset + count, clients)), deadline,
-                                       latencies, uploads, ids, think) for c in range(clients)))
+                                       latencies, uploads, ids, think, busy) for c in range(clients)))
         wall = time.perf_counter() - t0
         cpu = cpu_seconds(stack.api.pid) - cpu
-    return {"wall": wall, "latencies": latencies, "uploads": uploads, "ids": ids, "api_cpu": cpu}
+    return {"wall": wall, "latencies": latencies, "uploads": uploads, "ids": ids, "api_cpu": cpu, "busy": busy}
 
 
 def check_store(database: str, ids: list[str]) -> tuple[int, int, int, dict[str, int]]:
@@ -238,6 +249,10 @@ def report(label: str, result: dict[str, Any], stack: Stack, count: int) -> None
           f"{len(lat) / result['wall']:.2f} submissions/s over {result['wall']:.1f} s; "
           f"upload→result p50 {pct(lat, 50):.2f} s, p95 {pct(lat, 95):.2f} s, p99 {pct(lat, 99):.2f} s; "
           f"upload request p50 {1000 * statistics.median(ups):.1f} ms" if lat else f"{label}: nothing graded")
+    if result["busy"]:
+        kinds = Counter(detail.split(";")[0] for detail in result["busy"])
+        print(f"  {len(result['busy'])} upload(s) sent again (503 and its Retry-After, or a closed connection): "
+              + "; ".join(f"{n}x {kind!r}" for kind, n in kinds.items()))
     log = (stack.work / "api.log").read_text(errors="replace")
     late = log.count("left queued for the sweeper") - stack.late
     stack.late += late

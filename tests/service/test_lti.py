@@ -604,35 +604,37 @@ def test_an_override_stands_through_a_regrade_and_its_removal_sends_the_automati
     assert [s["scoreGiven"] for s in scores] == [60.0, 90.0, 70.0] and scores[2]["timestamp"] > scores[1]["timestamp"]
 
 
-def test_a_module_12_assignment_is_launched_uploaded_graded_and_its_score_sent_back(tmp_path: Path) -> None:
+@pytest.fixture
+def world12(tmp_path: Path) -> Iterator[tuple[TestClient, Served, dict[str, str]]]:
+    """The same LMS course, its assignment graded as module 12 (Attention)."""
+    yield from _world(tmp_path, assignment=("m12", "attention", "Attention"))
+
+
+def test_a_module_12_assignment_is_launched_uploaded_graded_and_its_score_sent_back(world12: Any) -> None:
     """The second course module through LTI, end to end: a learner launches an Attention
     assignment, uploads the course's solution on its page, the embedded graders grade it with
     module 12's rubric, and the LMS receives its full marks."""
     from grader.modules import attention
 
     solution = Path(attention.__file__).parent / "examples" / "correct_newer.ipynb"
-    world = _world(tmp_path, assignment=("m12", "attention", "Attention"))
-    client, served, _staff = next(world)
-    try:
-        r = launch(client, served, lineitem="item-12")
-        assert (r.status_code, r.headers["location"]) == (303, "/c/cs249/m12"), r.text
-        page = client.get("/c/cs249/m12")
-        assert page.status_code == 200 and "Attention" in page.text
-        csrf = re.search(r'name="csrf" value="([^"]+)"', page.text)
-        assert csrf, page.text
-        r = client.post("/c/cs249/m12/upload", data={"csrf": csrf.group(1)},
-                        files={"file": (solution.name, solution.read_bytes())}, follow_redirects=False)
-        assert r.status_code == 303, r.text
-        db = client.app.state.db  # type: ignore[attr-defined]
-        deadline = time.monotonic() + 300
-        while time.monotonic() < deadline:
-            graded = db.run(lambda s: [(g.status, g.score, g.max_score) for g in s.query(Grading).all()])
-            if graded:
-                break
-            time.sleep(0.5)
-        assert graded == [("graded", 100.0, 100.0)], graded
-        assert deliver(client) == 1
-        [score] = served.lms.scores
-        assert (score["lineitem"], score["scoreGiven"], score["scoreMaximum"]) == ("item-12", 100.0, 100.0)
-    finally:
-        world.close()
+    client, served, _staff = world12
+    r = launch(client, served, lineitem="item-12")
+    assert (r.status_code, r.headers["location"]) == (303, "/c/cs249/m12"), r.text
+    page = client.get("/c/cs249/m12")
+    assert page.status_code == 200 and "Attention" in page.text
+    csrf = re.search(r'name="csrf" value="([^"]+)"', page.text)
+    assert csrf, page.text
+    r = client.post("/c/cs249/m12/upload", data={"csrf": csrf.group(1)},
+                    files={"file": (solution.name, solution.read_bytes())}, follow_redirects=False)
+    assert r.status_code == 303, r.text
+    db = client.app.state.db
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        graded = db.run(lambda s: [(g.status, g.score, g.max_score) for g in s.query(Grading).all()])
+        if graded:
+            break
+        time.sleep(0.5)
+    assert graded == [("graded", 100.0, 100.0)], graded
+    assert deliver(client) == 1
+    [score] = served.lms.scores
+    assert (score["lineitem"], score["scoreGiven"], score["scoreMaximum"]) == ("item-12", 100.0, 100.0)
