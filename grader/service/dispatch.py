@@ -73,8 +73,7 @@ class LocalPool:
             self._running += 1
         try:
             run_job(self.db, submission_id, generation, worker=s.hostname, backend=s.backend, official=s.official,
-                    abandoned=self._abandoned,
-                    on_started=self._started)
+                    abandoned=self._abandoned, on_started=self._started)
         except Exception:  # the store is down past its retries: the next start hands the job over again
             if not self._abandoned.is_set():
                 log.exception("submission %s: grading could not be recorded", submission_id)
