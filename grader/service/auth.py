@@ -3,11 +3,12 @@ tables, are stored only as hashes, and a student token never passes a staff chec
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Literal
 
 from fastapi import HTTPException, Request
-from sqlalchemy import select
+from sqlalchemy import Select, String, bindparam, select
 from sqlalchemy.orm import Session
 
 from ..results.tables import Staff, Student, Submission
@@ -35,16 +36,24 @@ def bearer(request: Request) -> str:
     return token.strip()
 
 
+@functools.cache
+def _lookups() -> tuple[Select[str], Select[str, int, int]]:
+    """The token look-ups, built once (every request makes one; building it cost more than running it)."""
+    digest = bindparam("digest", type_=String)
+    return (select(Staff.name).where(Staff.token_hash == digest),
+            select(Student.student_id, Student.id, Student.course_id).where(Student.token_hash == digest))
+
+
 def authenticate(session: Session, token: str) -> Principal:
-    digest = token_hash(token)
+    staff, students = _lookups()
     if token.startswith("staff_"):
-        staff = session.scalar(select(Staff).where(Staff.token_hash == digest))
-        if staff is not None:
-            return Principal("staff", staff.name)
+        name = session.execute(staff, {"digest": token_hash(token)}).scalar()
+        if name is not None:
+            return Principal("staff", name)
     elif token.startswith("student_"):
-        student = session.scalar(select(Student).where(Student.token_hash == digest))
-        if student is not None:
-            return Principal("student", student.student_id, student.id, student.course_id)
+        row = session.execute(students, {"digest": token_hash(token)}).first()
+        if row is not None:
+            return Principal("student", row.student_id, row.id, row.course_id)
     raise HTTPException(401, "unknown or revoked token", headers={"WWW-Authenticate": "Bearer"})
 
 
