@@ -606,7 +606,11 @@ def _supervise(reader: _StreamReader, pidfd: int, control: IO[bytes], job: Job) 
             limit = total_deadline if reader.stream.imported else import_deadline
             reader.cond.wait(timeout=max(0.0, min(limit - elapsed, 0.25)))
             if select.select([pidfd], [], [], 0)[0] and not reader.done():
-                reader.cond.wait(timeout=0.5)  # the job's process is gone: the stream ends now or never
+                # The job's process is gone, and with it every writer of the pipe: what it wrote is
+                # read to its end now, however loaded the machine (the reader may lag behind).
+                end = time.monotonic() + STOP_GRACE_S
+                while not reader.done() and time.monotonic() < end:
+                    reader.cond.wait(timeout=end - time.monotonic())
                 break
         if killed is not None:
             try:
