@@ -588,6 +588,12 @@ class _StreamReader(threading.Thread):
     def done(self) -> bool:
         return self.eof or self.stream.ended or self.stream.broken is not None
 
+    def wait_done(self, seconds: float) -> None:
+        """Wait (holding ``cond``) until the stream is done, for at most ``seconds``."""
+        end = time.monotonic() + seconds
+        while not self.done() and time.monotonic() < end:
+            self.cond.wait(timeout=end - time.monotonic())
+
 
 def _supervise(reader: _StreamReader, pidfd: int, control: IO[bytes], job: Job) -> str | None:
     """Wait for the stream's end; at a deadline tell the supervisor to stop; return why, if it had to.
@@ -608,17 +614,13 @@ def _supervise(reader: _StreamReader, pidfd: int, control: IO[bytes], job: Job) 
             if select.select([pidfd], [], [], 0)[0] and not reader.done():
                 # The job's process is gone, and with it every writer of the pipe: what it wrote is
                 # read to its end now, however loaded the machine (the reader may lag behind).
-                end = time.monotonic() + STOP_GRACE_S
-                while not reader.done() and time.monotonic() < end:
-                    reader.cond.wait(timeout=end - time.monotonic())
+                reader.wait_done(STOP_GRACE_S)
                 break
         if killed is not None:
             try:
                 control.write(b"S")
             except OSError:
                 pass
-            end = time.monotonic() + STOP_GRACE_S
-            while not reader.done() and time.monotonic() < end:
-                reader.cond.wait(timeout=end - time.monotonic())
+            reader.wait_done(STOP_GRACE_S)
     return killed
 
