@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shutil
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from grader.unittesting import code_cells as code_cells  # the suite's tests import them from here
+from grader.unittesting import write_notebook as write_notebook
 
 ROOT = Path(__file__).resolve().parents[1]
 SUBMISSIONS = ROOT / "submissions"
@@ -33,6 +35,8 @@ def _import_the_grader_now() -> None:
     for info in pkgutil.walk_packages(grader.__path__, "grader."):
         if info.name.endswith(("__main__", ".migrations.env")) or ".versions." in info.name:
             continue  # scripts: run, never imported
+        if ".tests" in info.name:
+            continue  # a unit's own tests: pytest collects them
         try:
             importlib.import_module(info.name)
         except ImportError:  # an optional extra that is not installed
@@ -85,26 +89,6 @@ def fast_rubric_file(directory: Path, timeout_s: float, import_timeout_s: float,
     path = directory / "embeddings-fast.toml"
     path.write_text(text, encoding="utf-8")
     return path
-
-
-def write_notebook(path: Path, cells: Sequence[str | tuple[str, str]], **top: Any) -> Path:
-    """A minimal valid v4.5 notebook; a cell is code, or (cell_type, source)."""
-    nb_cells = []
-    for n, cell in enumerate(cells):
-        kind, source = cell if isinstance(cell, tuple) else ("code", cell)
-        entry: dict[str, Any] = {"cell_type": kind, "id": f"c{n}", "metadata": {}, "source": source}
-        if kind == "code":
-            entry.update(execution_count=None, outputs=[])
-        nb_cells.append(entry)
-    nb = {"cells": nb_cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5, **top}
-    path.write_text(json.dumps(nb), encoding="utf-8")
-    return path
-
-
-def code_cells(notebook: Path) -> list[str]:
-    """The code cells of a notebook in ``submissions/``, for building variants of it."""
-    nb = json.loads(notebook.read_text(encoding="utf-8"))
-    return ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"]
 
 
 def _clear_caches() -> None:

@@ -11,25 +11,11 @@ from grader.rubric import load_rubric
 
 from .conftest import EMBEDDINGS_RUBRIC
 
-ORIGINAL_IDS = {
-    "emb_shape", "emb_lookup", "emb_params", "emb_index_error", "emb_xavier", "grad_accumulate", "grad_sparse",
-    "grad_batch", "pe_broadcast", "pe_too_long", "pe_grad", "sin_pos0", "sin_values", "layer_modes",
-    "layer_sin_values", "layer_scale",
-}
-CONTRACT_IDS = ORIGINAL_IDS | {
-    # added with issue 9 (start_pos, real-bug checks, visible twins); the ids above never change
-    "emb_attrs", "emb_bad_ids", "emb_large_ids", "grad_batch_visible", "grad_keeps_weight", "pe_bad_shape",
-    "pe_init", "pe_start_pos", "layer_defaults", "layer_sin_values_visible", "layer_sin_too_long", "layer_start_pos",
-    # added with the mutants' survivors (issue 9, section 3)
-    "layer_attrs", "sin_fixed",
-}
 
-
-def test_bundled_rubric_has_the_contract_checks_and_100_points() -> None:
+def test_the_bundled_rubric_loads_with_100_points() -> None:
+    """With no module named, the suite's standing default (module 11); its own tests hold its check ids."""
     rubric = load_rubric()
-    assert {c.id for c in rubric.checks} == CONTRACT_IDS
-    assert rubric.max_score == 100
-    assert {c.visibility for c in rubric.checks} >= {"visible", "hidden"}
+    assert rubric.module == "embeddings" and rubric.max_score == 100
 
 
 @pytest.mark.parametrize(

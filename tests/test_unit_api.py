@@ -11,12 +11,15 @@ import pytest
 
 import grader.harness.probes
 import grader.unit
+import grader.unittesting
 
 from .conftest import ROOT, TOY_UNIT
 
 HOST_FACE = "grader.unit"
 SANDBOX_FACE = "grader.harness.probes"
+TEST_FACES = {HOST_FACE, "grader.unittesting"}  # a unit's own tests/ also use the test kit
 UNITS = [pytest.param(ROOT / "grader" / "modules" / "embeddings", "grader.modules.embeddings", id="module-11"),
+         pytest.param(ROOT / "grader" / "modules" / "attention", "grader.modules.attention", id="module-12"),
          pytest.param(TOY_UNIT, "toy_relu", id="toy")]
 
 
@@ -40,6 +43,16 @@ def test_the_sandbox_face_exports_exactly_this() -> None:
     }
     for name in grader.harness.probes.__all__:
         assert getattr(grader.harness.probes, name) is not None
+
+
+def test_the_test_kit_exports_exactly_this() -> None:
+    """What a unit's own tests import (grader.unittesting): its fixtures and catalog kinds."""
+    assert set(grader.unittesting.__all__) == {
+        "Bug", "GradeReport", "Rubric", "Session", "Style", "build_notebook", "code_cells", "course_checkout",
+        "grader_environment", "grading_session", "load_rubric", "not_passed", "tito", "write_notebook",
+    }
+    for name in grader.unittesting.__all__:
+        assert getattr(grader.unittesting, name) is not None
 
 
 def test_finding_a_unit_imports_only_the_standard_library() -> None:
@@ -73,11 +86,12 @@ def _grader_imports(path: Path, package: str, unit_dir: Path) -> list[str]:
 @pytest.mark.parametrize(("unit_dir", "package"), UNITS)
 def test_a_unit_imports_the_grader_only_through_its_two_faces(unit_dir: Path, package: str) -> None:
     """Sandbox side (``probes/``): only ``grader.harness.probes`` (the bundle has nothing else of the
-    grader). Host side (everything else): only ``grader.unit``."""
+    grader). Its own tests (``tests/``): ``grader.unit`` and the test kit ``grader.unittesting``.
+    Host side (everything else): only ``grader.unit``."""
     wrong = []
     for path in sorted(unit_dir.rglob("*.py")):
-        sandbox_side = "probes" in path.relative_to(unit_dir).parts
-        allowed = SANDBOX_FACE if sandbox_side else HOST_FACE
+        parts = path.relative_to(unit_dir).parts
+        allowed = {SANDBOX_FACE} if "probes" in parts else TEST_FACES if parts[0] == "tests" else {HOST_FACE}
         wrong += [f"{path.relative_to(unit_dir)}: {target}" for target in _grader_imports(path, package, unit_dir)
-                  if target != allowed]
+                  if target not in allowed]
     assert wrong == []

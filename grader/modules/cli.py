@@ -41,6 +41,7 @@ def parts(unit: ModuleUnit) -> dict[str, Path | None]:
         "package": unit.root, "rubric": unit.rubric_path, "probes": unit.probes_dir, "judge": unit.root / "judge",
         "reference": unit.reference_path, "shipped expected outputs": unit.expected_dir,
         "golden submissions": unit.examples_dir, "reviewed equivalent mutants": unit.equivalents_path,
+        "the unit's own tests": unit.root / "tests",
     }
     return {what: path if path is not None and path.exists() else None for what, path in found.items()}
 

@@ -2,8 +2,8 @@
 
 Each entry names its base notebook in ``submissions/``, the edit (old text -> new text, each
 found exactly once in the base's code cells), the checks that must fail, and a piece of the
-likely cause the first of them must give. ``python -m tests.bugs.catalog`` rewrites the
-notebooks; ``tests/test_checks.py`` grades them and checks that they are in sync.
+likely cause the first of them must give. ``python -m grader.modules.embeddings.tests.bugs.catalog`` rewrites the
+notebooks; ``grader/modules/embeddings/tests/test_checks.py`` grades them and checks that they are in sync.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from .kinds import HERE, NEWER, OLDER, Bug, Style, build_notebook
 from .redteam import REDTEAM_BUGS, REDTEAM_STYLES
 
 __all__ = ["BUGS", "NEWER", "OLDER", "STYLES", "Bug", "Style", "build"]
-SUBMISSIONS = HERE.parents[1] / "submissions"
+SUBMISSIONS = HERE.parents[4] / "submissions"  # module 11's golden notebooks: the repository's demo material
 
 
 BUGS: tuple[Bug, ...] = (

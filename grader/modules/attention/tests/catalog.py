@@ -1,35 +1,33 @@
 """Bug and style notebooks for the module-12 checks: a correct notebook of ours with one edit.
 
-Each entry names its base notebook in ``grader/modules/attention/examples/`` (staff only), the edits (old text -> new
-text, each found exactly once in the base's code cells) and, for a bug, the checks that must fail
-and a piece of the likely cause the first of them must give. ``python -m tests.attention.catalog``
-rewrites the notebooks; ``tests/test_attention.py`` grades them and checks that they are in sync.
+Each entry names its base notebook in ``examples/`` (staff only), the edits (old text -> new text,
+each found exactly once in the base's code cells) and, for a bug, the checks that must fail and a
+piece of the likely cause the first of them must give. ``python -m
+grader.modules.attention.tests.catalog`` rewrites the notebooks; ``test_attention.py`` grades them
+and checks that they are in sync.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from ..bugs import kinds
+import grader.unittesting as unittesting
 
-FOLDER = Path(__file__).resolve().parents[2] / "grader" / "modules" / "attention" / "examples"
+FOLDER = Path(__file__).resolve().parents[1] / "examples"
 OLDER, NEWER = "correct_older.ipynb", "correct_newer.ipynb"
 
-MHA_DOWNSTREAM = ("mha_values_visible", "mha_values", "mha_mask", "mha_grad")
 
-
-class Style(kinds.Style):
+class Style(unittesting.Style):
     """A correct notebook written unusually: full marks."""
 
-    @property
-    def path(self) -> Path:
-        return FOLDER / f"{self.name}.ipynb"
+    folder = FOLDER
 
 
-class Bug(kinds.Bug):
-    @property
-    def path(self) -> Path:
-        return FOLDER / f"{self.name}.ipynb"
+class Bug(unittesting.Bug):
+    folder = FOLDER
+
+
+MHA_DOWNSTREAM = ("mha_values_visible", "mha_values", "mha_mask", "mha_grad")
 
 
 BUGS: tuple[Bug, ...] = (
@@ -164,7 +162,7 @@ STYLES: tuple[Style, ...] = (
 
 def build(entry: Bug | Style) -> str:
     """The entry's notebook as JSON text: its base in FOLDER with its edits."""
-    return kinds.build_notebook(entry, FOLDER)
+    return unittesting.build_notebook(entry)
 
 
 ENTRIES: tuple[Bug | Style, ...] = (*BUGS, *STYLES)

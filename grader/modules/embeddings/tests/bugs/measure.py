@@ -1,14 +1,14 @@
 """Measure the feedback on the catalog: correct styles at full marks, and bugs whose first likely
 cause names the real bug.
 
-    python -m tests.bugs.measure            # this checkout's grader
-    python -m tests.bugs.measure --json     # the same, one JSON object (for a before/after diff)
+    python -m grader.modules.embeddings.tests.bugs.measure         # this checkout's grader
+    python -m grader.modules.embeddings.tests.bugs.measure --json  # one JSON object (for a before/after diff)
 
 A bug's *first failing check* is the first of its catalog `fails` (the check the bug is about);
 its cause is right when that check's message holds the catalog's `cause` text, wrong when the
 check gives another likely cause, and none when it gives no likely cause. The catalog's own test
-(tests/test_checks.py) holds every entry to "right"; this prints the share, so that an older
-grader can be measured on today's corpus (run it with that grader first on PYTHONPATH).
+(``test_checks.py`` beside this folder) holds every entry to "right"; this prints the share. (A
+checkout from before the catalog moved into the unit has it as ``python -m tests.bugs.measure``.)
 """
 
 from __future__ import annotations
@@ -35,11 +35,12 @@ def bug_verdict(checks: dict[str, Any], fails: tuple[str, ...], cause: str) -> V
 
 
 def measure() -> dict[str, Any]:
-    from grader import Grader
+    from grader.unittesting import Session
 
     styles: dict[str, float] = {}
     bugs: dict[str, Verdict] = {}
-    with Grader(backend="local") as grader:
+    with Session() as session:
+        grader = session.grader(module="embeddings")
         for style in STYLES:
             report = grader.grade(style.path)
             styles[style.name] = 100.0 * report.score / report.max_score if report.max_score else 0.0
@@ -63,7 +64,8 @@ def summary(result: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tests.bugs.measure", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m grader.modules.embeddings.tests.bugs.measure",
+                                     description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args(argv)
     result = measure()

@@ -1,8 +1,7 @@
-"""Module 12 (Attention) end to end: every bug notebook of tests/attention/catalog.py fails exactly the
-checks its entry names, each with a tested likely cause; every correct notebook, ours and the
-official older solution, gets full marks with no --module; ``tito test --module attention`` and
-``grader batch`` on a class that mixes module-11 and module-12 notebooks grade each with its own
-module."""
+"""Module 12 (Attention) end to end: every bug notebook of catalog.py fails exactly the checks its
+entry names, each with a tested likely cause; every correct notebook, ours and the official older
+solution, gets full marks with no --module; ``tito test --module attention`` grades module 12 in a
+TinyTorch checkout. (The grader's own suite grades a class that mixes modules: tests/test_units.py.)"""
 
 from __future__ import annotations
 
@@ -10,18 +9,13 @@ import json
 import os
 import shutil
 import subprocess
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from grader import GradeReport
-from grader.session import Session
+from grader.unittesting import Session, course_checkout, load_rubric, not_passed, tito
 
-from .attention.catalog import BUGS, ENTRIES, FOLDER, Bug, Style, build
-from .conftest import SUBMISSIONS
-from .test_tito import make_checkout, tito
+from .catalog import BUGS, ENTRIES, FOLDER, Bug, Style, build
 
 CORRECT = sorted(FOLDER.glob("correct_*.ipynb"))
 NEWER = {"correct_newer"}  # defines the newer course's given helpers
@@ -29,35 +23,15 @@ OLDER_NOTES = {"sdpa_mask_refusal", "mha_divisible"}  # what the older course ne
 MIRROR = Path(os.environ.get("TINYTORCH_GIT", "/work/.mirror/MLSysBook+TinyTorch/repo"))
 
 
-@pytest.fixture(scope="module")
-def session() -> Iterator[Session]:
-    with Session() as s:
-        yield s
-
-
-@pytest.fixture
-def no_standing_module(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The notebook alone says which module it is (no GRADER_MODULE)."""
-    from grader.settings import reload
-
-    monkeypatch.delenv("GRADER_MODULE", raising=False)
-    reload()
-
-
-def not_passed(report: GradeReport) -> set[str]:
-    return {c.id for c in report.checks if c.status != "passed"}
-
-
 @pytest.mark.parametrize("entry", ENTRIES, ids=[e.name for e in ENTRIES])
 def test_notebook_matches_its_catalog_entry(entry: Bug | Style) -> None:
-    """The committed notebook is what the catalog builds (regenerate: python -m tests.attention.catalog)."""
+    """The committed notebook is what the catalog builds (regenerate: python -m grader.modules.attention.tests.catalog)."""
     assert entry.path.read_text(encoding="utf-8") == build(entry)
 
 
 @pytest.mark.parametrize("bug", BUGS, ids=[b.name for b in BUGS])
-def test_each_bug_fails_its_checks_with_a_cause_that_names_it(session: Session, no_standing_module: None,
-                                                              bug: Bug) -> None:
-    report = session.grade(bug.path)
+def test_each_bug_fails_its_checks_with_a_cause_that_names_it(grading_session: Session, bug: Bug) -> None:
+    report = grading_session.grade(bug.path)
     assert report.rubric_id == "tinytorch-12-attention"
     assert not_passed(report) == set(bug.fails)
     checks = {c.id: c for c in report.checks}
@@ -71,8 +45,8 @@ def test_each_bug_fails_its_checks_with_a_cause_that_names_it(session: Session, 
 
 @pytest.mark.parametrize("path", CORRECT, ids=[p.stem for p in CORRECT])
 def test_correct_notebooks_get_full_marks_and_older_ones_notes_on_what_only_the_newer_asks(
-        session: Session, no_standing_module: None, path: Path) -> None:
-    report = session.grade(path)
+        grading_session: Session, path: Path) -> None:
+    report = grading_session.grade(path)
     assert report.rubric_id == "tinytorch-12-attention"
     assert not_passed(report) == set() and report.score == report.max_score == 100
     noted = {c.id for c in report.checks if "Beyond what this assignment asks" in c.message}
@@ -91,20 +65,18 @@ def _official_older(tmp_path: Path, source: str, name: str) -> Path:
 
 
 def test_the_official_older_solution_gets_full_marks_without_module(
-        session: Session, no_standing_module: None, tmp_path: Path) -> None:
+        grading_session: Session, tmp_path: Path) -> None:
     """MLSysBook/TinyTorch 02364f8's developer source, handed in as a student would (as a notebook):
     chosen as module 12 by itself. (That snapshot's modules/12_attention/attention.ipynb is a stale
     explicit-loop export whose MultiHeadAttention mixes 0.0001 * (Q + K + V) / 3 into its output
     to keep a gradient path: it is not attention, and it fails the value and gradient checks.)"""
-    report = session.grade(_official_older(tmp_path, "src/12_attention/12_attention.py", "12_attention.ipynb"))
+    report = grading_session.grade(_official_older(tmp_path, "src/12_attention/12_attention.py", "12_attention.ipynb"))
     assert report.rubric_id == "tinytorch-12-attention"
     assert not_passed(report) == set() and report.score == report.max_score == 100
 
 
 def test_tito_test_module_attention_grades_module_12(tmp_path: Path) -> None:
-    checkout = make_checkout(tmp_path)  # with module 11's work beside it
-    (checkout / "modules" / "12_attention").mkdir()
-    shutil.copyfile(FOLDER / "correct_newer.ipynb", checkout / "modules" / "12_attention" / "12_attention.ipynb")
+    checkout = course_checkout(tmp_path, {"12_attention": FOLDER / "correct_newer.ipynb"})
     run = tito("test", "--module", "attention", cwd=checkout)
     assert run.returncode == 0, run.stderr
     out = " ".join(run.stdout.split())
@@ -118,34 +90,6 @@ def test_tito_test_module_attention_grades_module_12(tmp_path: Path) -> None:
     assert "sdpa_mask ✘ failed 0/12" in out and "the mask was read the wrong way round" in out
 
 
-def test_batch_grades_a_mixed_class_each_notebook_by_its_own_module(tmp_path: Path) -> None:
-    src = tmp_path / "class"
-    src.mkdir()
-    picks = {"alice": SUBMISSIONS / "correct_tinytorch.ipynb", "bob": FOLDER / "correct_older.ipynb",
-             "carol": FOLDER / "bug_no_output_projection.ipynb", "dave": SUBMISSIONS / "bug_sin_exponent.ipynb"}
-    for student, path in picks.items():
-        shutil.copyfile(path, src / f"{student}.ipynb")
-    out = tmp_path / "results"
-    env = {k: v for k, v in os.environ.items() if k != "GRADER_MODULE"}
-    run = subprocess.run([sys.executable, "-m", "grader.cli", "batch", str(src), "--out", str(out), "--workers", "1"],
-                         capture_output=True, text=True, timeout=600, env=env)
-    assert run.returncode in (0, 1), run.stderr
-    from grader.results.store import SQLiteStore
-
-    assert sorted(p.name for p in out.iterdir()) == ["attention", "embeddings"]  # one results folder per module
-    graded = {}
-    for folder in ("attention", "embeddings"):
-        for r in SQLiteStore(out / folder).results():
-            graded[r.student_id] = (folder, r.report.rubric_id if r.report else None, r.score)
-        assert (out / folder / "summary.html").is_file()
-    assert graded["alice"] == ("embeddings", "tinytorch-11-embeddings", 100.0)
-    assert graded["bob"] == ("attention", "tinytorch-12-attention", 100.0)
-    assert graded["carol"] == ("attention", "tinytorch-12-attention", 68.0)
-    dave = graded["dave"][2]
-    assert graded["dave"][:2] == ("embeddings", "tinytorch-11-embeddings") and dave is not None and dave < 100
-    assert f"results in {out / 'attention'}, {out / 'embeddings'}" in " ".join(run.stdout.split())
-
-
 def test_the_submissions_readme_lists_every_notebook_with_its_checks() -> None:
     readme = (FOLDER / "README.md").read_text(encoding="utf-8")
     for bug in BUGS:
@@ -155,9 +99,7 @@ def test_the_submissions_readme_lists_every_notebook_with_its_checks() -> None:
 
 
 def test_the_rubric_scores_100_and_names_both_generations_everywhere() -> None:
-    from grader.rubric import load_rubric
-
-    rubric = load_rubric(module="attention")
+    rubric = load_rubric("attention")
     assert sum(c.points for c in rubric.checks) == 100
     assert json.dumps(sorted(c.id for c in rubric.checks)) == json.dumps(sorted(
         ["sdpa_shapes", "sdpa_values", "sdpa_heads", "sdpa_mask", "sdpa_mask_refusal", "sdpa_grad", "mha_config",

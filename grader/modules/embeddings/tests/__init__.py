@@ -1,0 +1,1 @@
+"""Module 11's own tests (staff only): run with the grader's suite, or ``pytest grader/modules/embeddings``."""
