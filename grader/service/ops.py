@@ -13,7 +13,7 @@ import uuid
 from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import Integer, Select, bindparam, delete, func, select, update
 from sqlalchemy.exc import IntegrityError
@@ -328,13 +328,19 @@ def check_upload(session: Session, assignment: Assignment, student: Student, sha
                  ) -> Submission | None:
     """Before an upload is read: the existing submission of this content (uploads are idempotent:
     its ``submitted_at`` is renewed), else None once the rate limit and the queue have room."""
+    return _check(session, assignment, student, sha, queue)[0]
+
+
+def _check(session: Session, assignment: Assignment, student: Student, sha: str, queue: Queue
+           ) -> tuple[Submission | None, int]:
+    """check_upload's answer, and how many uploads are queued (a new one's place is one more)."""
     since = utcnow() - timedelta(seconds=assignment.rate_limit_window_s)
     row = session.execute(_room_statement(), {"assignment": assignment.id, "student": student.id, "since": since,
                                               "target": _attempts_target(assignment, student), "sha": sha}).one()
     if row.existing is not None:
         found = session.get_one(Submission, row.existing)
         found.submitted_at = utcnow()
-        return found
+        return found, 0
     count = int(row.mine or 0) + int(row.refused or 0)
     oldest = min((at for at in (row.mine_oldest, row.refused_oldest) if at is not None), default=None)
     if count >= assignment.rate_limit_count:
@@ -346,7 +352,7 @@ def check_upload(session: Session, assignment: Assignment, student: Student, sha
         raise Busy(f"the grader has {max(waiting_here, total)} uploads waiting already and takes no more for now; "
                    "your file was not kept: upload it again in a minute (it does not count against your limit)",
                    retry_after=60)
-    return None
+    return None, int(row.queued or 0)
 
 
 def refuse_upload(session: Session, assignment: Assignment, student: Student, reason: str) -> None:
@@ -355,37 +361,33 @@ def refuse_upload(session: Session, assignment: Assignment, student: Student, re
     audit(session, student.student_id, REFUSED, _attempts_target(assignment, student), reason[:500])
 
 
+class Submitted(NamedTuple):
+    submission: Submission
+    created: bool  # False: the student's earlier upload of the same content
+    queue_place: int | None  # as queue_place() gives it
+
+
 def submit(session: Session, assignment: Assignment, student: Student, file_name: str, content: bytes,
-           queue: Queue = Queue()) -> tuple[Submission, bool]:
+           queue: Queue = Queue()) -> Submitted:
     """The submission of this content by this student: the existing one (uploads are idempotent),
-    or a new ``queued`` one, within the per-student rate limit and the queue's. Returns
-    (submission, created).
+    or a new ``queued`` one, within the per-student rate limit and the queue's.
 
     The limit is atomic: the student's row is written first, which makes concurrent uploads of one
-    student wait for each other (a row lock on PostgreSQL, the write lock on SQLite) before they count."""
+    student wait for each other (a row lock on PostgreSQL, the write lock on SQLite) before they count.
+    The same lock orders two uploads of one file at once: the second finds the first's, so the
+    insert needs no savepoint against the unique (assignment, student, content) constraint."""
     session.execute(update(Student).where(Student.id == student.id).values(name=Student.name))
     sha = hashlib.sha256(content).hexdigest()
-    found = check_upload(session, assignment, student, sha, queue)
+    found, queued = _check(session, assignment, student, sha, queue)
     if found is not None:
-        return found, False
+        return Submitted(found, False, queue_place(session, found))
     now = utcnow()
     sub = Submission(id=uuid.uuid4().hex, assignment_id=assignment.id, student_pk=student.id, sha256=sha,
                      file_name=file_name, content=content, status="queued", generation=1, created_at=now,
                      submitted_at=now, requested_at=now, enqueued_at=now)
-    try:
-        with session.begin_nested():
-            session.add(sub)
-    except IntegrityError:  # the same upload, twice at once: the first one's id
-        found = _existing(session, assignment, student, sha)
-        if found is None:
-            raise
-        return found, False
-    return sub, True
-
-
-def _existing(session: Session, assignment: Assignment, student: Student, sha: str) -> Submission | None:
-    return session.scalar(select(Submission).where(Submission.assignment_id == assignment.id,
-                                                   Submission.student_pk == student.id, Submission.sha256 == sha))
+    session.add(sub)
+    session.flush()
+    return Submitted(sub, True, queued + 1)  # every queued upload was requested before this one
 
 
 def _attempts_target(assignment: Assignment, student: Student) -> str:
@@ -399,7 +401,8 @@ WAITING = ("queued", "grading")
 def _room_statement() -> Select[Any]:
     """What an upload is checked against, in one statement built once (building it costs more than
     running it): an earlier upload of the same file (``existing``), then the student's rate limit
-    (accepted and refused uploads in the window) and the queue's room. Parameters: ``assignment``,
+    (accepted and refused uploads in the window), the queue's room and its length (``queued``,
+    for a new upload's place). Parameters: ``assignment``,
     ``student``, ``sha``, ``since``, ``target``."""
     assignment, student = bindparam("assignment", type_=Integer), bindparam("student", type_=Integer)
     since = bindparam("since", type_=UTCDateTime)
@@ -408,6 +411,7 @@ def _room_statement() -> Select[Any]:
     refused = (Audit.at > since) & (Audit.action == REFUSED) & (Audit.target == bindparam("target"))
     waiting = Submission.status.in_(WAITING)
     return select(
+        select(func.count(Submission.id)).where(Submission.status == "queued").scalar_subquery().label("queued"),
         select(Submission.id).where(mine, Submission.sha256 == bindparam("sha")).scalar_subquery().label("existing"),
         select(func.count(Submission.id)).where(recent).scalar_subquery().label("mine"),
         select(func.min(Submission.created_at)).where(recent).scalar_subquery().label("mine_oldest"),

@@ -122,7 +122,7 @@ async def accept(run: Callable[[Callable[[Session], Any]], Any], dispatch: Calla
         nonlocal target
         target = _target(s, principal, course, assignment, student_id)
         found = ops.check_upload(s, *target, sha, queue)
-        return None if found is None else _view(s, found, created=False)
+        return None if found is None else _view(found, False, ops.queue_place(s, found))
 
     earlier: dict[str, Any] | None = await run_in_threadpool(run, before)
     if earlier is not None:
@@ -137,8 +137,8 @@ async def accept(run: Callable[[Callable[[Session], Any]], Any], dispatch: Calla
         raise
 
     def work(s: Session) -> tuple[dict[str, Any], bool]:
-        sub, created = ops.submit(s, a, student, name, content, queue)
-        return _view(s, sub, created=created), created
+        done = ops.submit(s, a, student, name, content, queue)
+        return _view(*done), done.created
 
     view: dict[str, Any]
     view, created = await run_in_threadpool(run, work)  # committed here, before it is enqueued
@@ -147,8 +147,8 @@ async def accept(run: Callable[[Callable[[Session], Any]], Any], dispatch: Calla
     return view
 
 
-def _view(session: Session, sub: Submission, *, created: bool) -> dict[str, Any]:
-    return status_view(sub) | {"created": created, "queue_place": ops.queue_place(session, sub)}
+def _view(sub: Submission, created: bool, queue_place: int | None) -> dict[str, Any]:
+    return status_view(sub) | {"created": created, "queue_place": queue_place}
 
 
 def _target(session: Session, who: Principal, course: str, assignment: str, student_id: str | None

@@ -114,7 +114,7 @@ def _submission(db: Database) -> tuple[str, int]:
         student = Student(course_id=course.id, student_id="s1", token_hash="0" * 64)
         s.add(student)
         s.flush()
-        sub, _ = ops.submit(s, assignment, student, "x.py", b"print(1)\n")
+        sub = ops.submit(s, assignment, student, "x.py", b"print(1)\n").submission
         return sub.id, sub.generation
 
     db.migrate()
@@ -177,7 +177,7 @@ def _same_upload_twice_at_once(db: Database) -> set[str]:
             assignment = s.scalar(select(Assignment))
             student = s.scalar(select(Student))
             barrier.wait(10)
-            return ops.submit(s, assignment, student, "y.py", b"print(2)\n")[0].id
+            return ops.submit(s, assignment, student, "y.py", b"print(2)\n").submission.id
 
         ids.append(db.run(work))
 
