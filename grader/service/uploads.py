@@ -140,11 +140,14 @@ async def accept(run: Callable[[Callable[[Session], Any]], Any], dispatch: Calla
         done = ops.submit(s, a, student, name, content, queue)
         return _view(*done), done.created
 
-    view: dict[str, Any]
-    view, created = await run_in_threadpool(run, work)  # committed here, before it is enqueued
-    if created:
-        await run_in_threadpool(dispatch, view["id"], view["generation"])
-    return view
+    def commit_then_send() -> dict[str, Any]:
+        view: dict[str, Any]
+        view, created = run(work)  # committed here, before it is enqueued
+        if created:
+            dispatch(view["id"], view["generation"])
+        return view
+
+    return await run_in_threadpool(commit_then_send)
 
 
 def _view(sub: Submission, created: bool, queue_place: int | None) -> dict[str, Any]:
