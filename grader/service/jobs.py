@@ -68,11 +68,12 @@ def run_job(db: Database, submission_id: str, generation: int, *, worker: str, b
         log.info("submission %s: grading abandoned at shutdown, left for the next start", submission_id)
         return "abandoned"
     try:
-        db.run(lambda s: _commit(s, submission_id, generation, worker, claimed, verdict))
+        counted = db.run(lambda s: _commit(s, submission_id, generation, worker, claimed, verdict))
     except IntegrityError:
         log.info("submission %s generation %d: another worker stored its result first", submission_id, generation)
         return "duplicate"
-    beat(db, worker, backend, graded=1)
+    if not counted:  # the worker has no row yet (its first heartbeat is still to come)
+        beat(db, worker, backend, graded=1)
     return "graded"
 
 
@@ -119,7 +120,9 @@ def _grade(claimed: Claimed, backend: str, official: bool) -> Verdict:
 
 
 def _commit(session: Session, submission_id: str, generation: int, worker: str, claimed: Claimed,
-            verdict: Verdict) -> None:
+            verdict: Verdict) -> bool:
+    """Store the verdict, and count it for the worker (with its heartbeat) in the same transaction;
+    False if the worker has no row to count it on."""
     now = utcnow()
     report = verdict.report
     session.add(Grading(
@@ -132,6 +135,9 @@ def _commit(session: Session, submission_id: str, generation: int, worker: str, 
     session.flush()  # the UNIQUE (submission, generation) check happens here, before anything else changes
     session.execute(update(Submission).where(Submission.id == submission_id, Submission.generation == generation)
                     .values(status=verdict.status, finished_at=now))
+    counted = session.execute(update(Worker).where(Worker.hostname == worker)
+                              .values(last_seen=now, graded=Worker.graded + 1))
+    return bool(counted.rowcount)  # type: ignore[attr-defined]
 
 
 def requeue_grading_of(session: Session, worker: str) -> int:
