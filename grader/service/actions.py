@@ -58,6 +58,16 @@ def load_status(request: Request, principal: Principal, submission_id: str) -> d
     return _read_status(request, principal, submission_id)[0]
 
 
+def signed_in_status(request: Request, token: str, submission_id: str) -> tuple[Principal, dict[str, Any]]:
+    """The request signed in (its bearer ``token``) and the status read, in one transaction."""
+    def work(s: Session) -> tuple[Principal, dict[str, Any]]:
+        principal = deps.token_principal(s, request, token)
+        sub = own_submission(s, principal, submission_id)
+        return principal, status_view(sub) | {"queue_place": ops.queue_place(s, sub)}
+
+    return deps.run(request, work)
+
+
 def _read_status(request: Request, principal: Principal, submission_id: str) -> tuple[dict[str, Any], int]:
     """The status view, with the submission's assignment (whose queue an event stream follows)."""
     def work(s: Session) -> tuple[dict[str, Any], int]:
@@ -68,21 +78,28 @@ def _read_status(request: Request, principal: Principal, submission_id: str) -> 
 
 
 async def wait_status(request: Request, principal: Principal, submission_id: str, wait_s: float,
-                      last: dict[str, Any] | None = None, assignment: int | None = None) -> dict[str, Any]:
+                      last: dict[str, Any] | None = None, assignment: int | None = None,
+                      first: tuple[asyncio.Event, dict[str, Any]] | None = None) -> dict[str, Any]:
     """The status, as soon as it is final or its status or queue place differs from ``last``'s,
     or after ``wait_s``. A grading that ends wakes the wait (``notify``), one that starts only when
     there is a ``last`` to differ from (a long poll wants the final status), and so, for a
     queued ``last`` of ``assignment`` (an event stream), does a grading of that assignment that
     starts (its place moved); the store is read again only then. The slow fallback for what no
     announcement told: ``Waiters.watch``, one read for every waiter each ``poll_interval_s``; an
-    event stream also re-reads its place that often."""
+    event stream also re-reads its place that often. ``first``: the event registered before the
+    caller's own first read, and what that read gave (the wait then starts without reading)."""
     settings, waiters = deps.settings(request), deps.waiters(request)
     deadline = time.monotonic() + min(wait_s, settings.long_poll_max_s)
     follows = assignment if last is not None and last["status"] == "queued" else None
+    view: dict[str, Any] | None = None
     while True:
-        event = waiters.register(submission_id, follows=follows, final_only=last is None)
+        if first is not None:
+            (event, view), first = first, None
+        else:
+            event = waiters.register(submission_id, follows=follows, final_only=last is None)
         try:
-            view = await run_in_threadpool(load_status, request, principal, submission_id)
+            if view is None:
+                view = await run_in_threadpool(load_status, request, principal, submission_id)
             left = deadline - time.monotonic()
             moved = last is not None and (view["status"], view["queue_place"]) != (last["status"], last["queue_place"])
             if view["final"] or moved or left <= 0:
@@ -94,13 +111,29 @@ async def wait_status(request: Request, principal: Principal, submission_id: str
                 pass
         finally:
             waiters.unregister(submission_id, event)
+            view = None
 
 
-async def long_poll(request: Request, principal: Principal, submission_id: str, wait_s: float) -> dict[str, Any]:
-    """The status once final, or after ``wait_s`` (one of the person's waiting places held)."""
-    give_back = deps.take_place(request, principal)
+async def long_poll(request: Request, token: str, submission_id: str, wait_s: float) -> dict[str, Any]:
+    """The status once final, or after ``wait_s`` (one of the person's waiting places held while it
+    waits). The first read also signs the request in; its event is registered before that read, so
+    a grading that ends in between is not missed."""
+    event = deps.waiters(request).register(submission_id, final_only=True)
     try:
-        return await wait_status(request, principal, submission_id, wait_s)
+        principal, view = await run_in_threadpool(signed_in_status, request, token, submission_id)
+    except BaseException:
+        deps.waiters(request).unregister(submission_id, event)
+        raise
+    if view["final"]:
+        deps.waiters(request).unregister(submission_id, event)
+        return view
+    try:
+        give_back = deps.take_place(request, principal)
+    except BaseException:
+        deps.waiters(request).unregister(submission_id, event)
+        raise
+    try:
+        return await wait_status(request, principal, submission_id, wait_s, first=(event, view))
     finally:
         give_back()
 

@@ -90,11 +90,22 @@ def dispatch(request: Request, submission_id: str, generation: int) -> None:
 
 def current_principal(request: Request) -> Principal:
     token = bearer(request)
+    return database(request).run(lambda s: token_principal(s, request, token))
+
+
+def token_principal(session: Session, request: Request, token: str) -> Principal:
+    """The principal of ``token`` (``bearer_token``), looked up in ``session``: a route that reads
+    the store anyway signs its request in within the same transaction."""
     found = request.scope.get(SIGNED_IN)  # looked up already by ``limits.BodyLimit``
     if found is not None and found[0] == token:
         principal: Principal = found[1]
         return principal
-    return database(request).run(lambda s: authenticate(s, token))
+    return authenticate(session, token)
+
+
+async def bearer_token(request: Request) -> str:
+    """The request's bearer token, not yet looked up (401 without one); async, so no thread hop."""
+    return bearer(request)
 
 
 def current_staff(request: Request) -> Principal:
@@ -106,6 +117,7 @@ def current_staff(request: Request) -> Principal:
 
 
 Who = Annotated[Principal, Depends(current_principal)]
+Token = Annotated[str, Depends(bearer_token)]  # for a route that signs in with ``token_principal`` in its own work
 StaffOnly = Annotated[Principal, Depends(current_staff)]
 
 

@@ -291,6 +291,34 @@ def test_waiting_long_polls_share_one_store_read_per_interval(settings: ServiceS
     assert 3 <= len(shared) <= 12  # one read for both each 0.5 s, over about 4 s
 
 
+def test_a_status_read_signs_in_within_its_own_transaction_and_a_refused_poll_leaves_no_waiter(
+        settings: ServiceSettings) -> None:
+    """A status read, at once or as a long poll, is one transaction of the store with the token's
+    look-up in it, not two; a long poll with an unknown token, or on someone else's upload, is
+    refused (401, 404) and leaves nothing waiting."""
+    with parked_service(settings) as (client, token):
+        course = make_course(client, token)
+        sid = course.upload("alice", SUBMISSIONS / "correct_source.py").json()["id"]
+        app: Any = client.app
+        begun: list[str] = []
+
+        def begin(_conn: Any) -> None:
+            if threading.current_thread() is not threading.main_thread():
+                begun.append(threading.current_thread().name)
+
+        event.listen(app.state.db.engine, "begin", begin)
+        try:
+            assert client.get(f"/api/submissions/{sid}", headers=course.students["alice"]).json()["status"] == "queued"
+            at_once = len(begun)
+            refused = [client.get(f"/api/submissions/{sid}", params={"wait": 30}, headers=headers).status_code
+                       for headers in ({"Authorization": "Bearer student_unknown"}, course.students["bob"])]
+        finally:
+            event.remove(app.state.db.engine, "begin", begin)
+        assert at_once == 1
+        assert refused == [401, 404]
+        assert app.state.waiters._events == {}
+
+
 def test_a_long_poll_sleeps_through_the_start_of_its_grading(settings: ServiceSettings) -> None:
     """A long poll wants the final status: neither the announcement that the grading started nor
     the fallback re-read that finds it grading makes it read its submission again. Only the end does."""

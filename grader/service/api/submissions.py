@@ -15,7 +15,7 @@ from ...results.tables import Assignment, Student, Submission, utcnow
 from .. import actions, deps, ops
 from ..auth import own_submission, require_course
 from ..bodies import CheckedRoute
-from ..deps import Slug, SubmissionId, Who
+from ..deps import Slug, SubmissionId, Token, Who
 from ..views import staff_result, status_view, student_result
 
 router = APIRouter(tags=["submissions"], route_class=CheckedRoute)
@@ -55,12 +55,13 @@ def list_submissions(request: Request, course: Slug, assignment: Slug, principal
 
 
 @router.get("/api/submissions/{submission_id}")
-async def get_status(request: Request, submission_id: SubmissionId, principal: Who,
+async def get_status(request: Request, submission_id: SubmissionId, token: Token,
                      wait: Annotated[float, Query(ge=0, le=600, description="long poll: wait up to this many "
                                                   "seconds for a final status")] = 0) -> dict[str, Any]:
+    """The status at once, or (``wait``) once final; signed in with the same transaction as the read."""
     if wait <= 0:
-        return await run_in_threadpool(actions.load_status, request, principal, submission_id)
-    return await actions.long_poll(request, principal, submission_id, wait)
+        return (await run_in_threadpool(actions.signed_in_status, request, token, submission_id))[1]
+    return await actions.long_poll(request, token, submission_id, wait)
 
 
 @router.get("/api/submissions/{submission_id}/events")
