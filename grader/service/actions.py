@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from fastapi import Request, UploadFile
@@ -118,24 +118,19 @@ async def long_poll(request: Request, token: str, submission_id: str, wait_s: fl
     """The status once final, or after ``wait_s`` (one of the person's waiting places held while it
     waits). The first read also signs the request in; its event is registered before that read, so
     a grading that ends in between is not missed."""
-    event = deps.waiters(request).register(submission_id, final_only=True)
+    waiters = deps.waiters(request)
+    event = waiters.register(submission_id, final_only=True)
+    give_back: Callable[[], None] | None = None
     try:
         principal, view = await run_in_threadpool(signed_in_status, request, token, submission_id)
-    except BaseException:
-        deps.waiters(request).unregister(submission_id, event)
-        raise
-    if view["final"]:
-        deps.waiters(request).unregister(submission_id, event)
-        return view
-    try:
+        if view["final"]:
+            return view
         give_back = deps.take_place(request, principal)
-    except BaseException:
-        deps.waiters(request).unregister(submission_id, event)
-        raise
-    try:
         return await wait_status(request, principal, submission_id, wait_s, first=(event, view))
     finally:
-        give_back()
+        waiters.unregister(submission_id, event)  # once more, if wait_status did: nothing happens
+        if give_back is not None:
+            give_back()
 
 
 async def status_events(request: Request, principal: Principal, submission_id: str) -> StreamingResponse:
