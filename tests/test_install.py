@@ -55,6 +55,16 @@ def grader_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_wheel(ROOT, tmp_path_factory.mktemp("grader-wheel"))
 
 
+def test_the_grader_wheel_carries_the_units_but_not_their_own_tests(grader_wheel: Path) -> None:
+    """A unit's tests (and module 11's bug notebooks in them) belong to the repository: the wheel
+    has both units' rubrics and probes, and no ``grader/modules/*/tests``."""
+    import zipfile
+
+    names = zipfile.ZipFile(grader_wheel).namelist()
+    assert {"grader/modules/embeddings/rubric.toml", "grader/modules/attention/rubric.toml"} <= set(names)
+    assert [n for n in names if re.match(r"grader/modules/[^/]+/tests/", n)] == []
+
+
 @pytest.fixture(scope="session")
 def links(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return outer_packages(tmp_path_factory.mktemp("outer") / "links")
