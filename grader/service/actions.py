@@ -58,12 +58,15 @@ def load_status(request: Request, principal: Principal, submission_id: str) -> d
     return _read_status(request, principal, submission_id)[0]
 
 
-def signed_in_status(request: Request, token: str, submission_id: str) -> tuple[Principal, dict[str, Any]]:
-    """The request signed in (its bearer ``token``) and the status read, in one transaction."""
+def signed_in_status(request: Request, token: str, submission_id: str,
+                     place: bool = True) -> tuple[Principal, dict[str, Any]]:
+    """The request signed in (its bearer ``token``) and the status read, in one transaction; its
+    queue place too unless not ``place`` (a long poll that will wait: it answers a later read)."""
     def work(s: Session) -> tuple[Principal, dict[str, Any]]:
         principal = deps.token_principal(s, request, token)
         sub = own_submission(s, principal, submission_id)
-        return principal, status_view(sub) | {"queue_place": ops.queue_place(s, sub)}
+        view = status_view(sub)
+        return principal, view | {"queue_place": ops.queue_place(s, sub)} if place or view["final"] else view
 
     return deps.run(request, work)
 
@@ -87,20 +90,25 @@ async def wait_status(request: Request, principal: Principal, submission_id: str
     starts (its place moved); the store is read again only then. The slow fallback for what no
     announcement told: ``Waiters.watch``, one read for every waiter each ``poll_interval_s``; an
     event stream also re-reads its place that often. ``first``: the event registered before the
-    caller's own first read, and what that read gave (the wait then starts without reading)."""
+    caller's own first read, and what that read gave (the wait then starts without reading; without
+    a queue place, it is read again should the wait end at once). A grading that ended and told
+    its final status (``Waiters.ended_view``) answers without a read."""
     settings, waiters = deps.settings(request), deps.waiters(request)
     deadline = time.monotonic() + min(wait_s, settings.long_poll_max_s)
     follows = assignment if last is not None and last["status"] == "queued" else None
     view: dict[str, Any] | None = None
+    told: dict[str, Any] | None = None
     while True:
         if first is not None:
             (event, view), first = first, None
         else:
             event = waiters.register(submission_id, follows=follows, final_only=last is None)
+            view, told = (told | {"queue_place": None}) if told is not None else None, None
         try:
-            if view is None:
-                view = await run_in_threadpool(load_status, request, principal, submission_id)
             left = deadline - time.monotonic()
+            if view is None or (left <= 0 and "queue_place" not in view):
+                view = await run_in_threadpool(load_status, request, principal, submission_id)
+                left = deadline - time.monotonic()
             moved = last is not None and (view["status"], view["queue_place"]) != (last["status"], last["queue_place"])
             if view["final"] or moved or left <= 0:
                 return view
@@ -109,6 +117,7 @@ async def wait_status(request: Request, principal: Principal, submission_id: str
                 await asyncio.wait_for(event.wait(), left if last is None else min(left, settings.poll_interval_s))
             except TimeoutError:
                 pass
+            told = waiters.ended_view(submission_id, view["generation"])
         finally:
             waiters.unregister(submission_id, event)
             view = None
@@ -122,7 +131,7 @@ async def long_poll(request: Request, token: str, submission_id: str, wait_s: fl
     event = waiters.register(submission_id, final_only=True)
     give_back: Callable[[], None] | None = None
     try:
-        principal, view = await run_in_threadpool(signed_in_status, request, token, submission_id)
+        principal, view = await run_in_threadpool(signed_in_status, request, token, submission_id, wait_s <= 0)
         if view["final"]:
             return view
         give_back = deps.take_place(request, principal)

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import Annotated, Any, TypeVar
 
 from fastapi import Depends, Form, Path, Request
+from fastapi.concurrency import run_in_threadpool
 from sqlalchemy.orm import Session
 
 from ..errors import Forbidden, SignInFirst
@@ -88,19 +89,30 @@ def dispatch(request: Request, submission_id: str, generation: int) -> None:
 # ---- the API's principal (a bearer token) --------------------------------------------------------
 
 
-def current_principal(request: Request) -> Principal:
+async def current_principal(request: Request) -> Principal:
+    """The bearer token's principal: the one ``limits.BodyLimit`` looked up already (no thread hop,
+    no store read), else looked up now, in a thread."""
     token = bearer(request)
-    return database(request).run(lambda s: token_principal(s, request, token))
+    found = _looked_up(request, token)
+    if found is not None:
+        return found
+    principal: Principal = await run_in_threadpool(database(request).run, lambda s: authenticate(s, token))
+    return principal
 
 
 def token_principal(session: Session, request: Request, token: str) -> Principal:
     """The principal of ``token`` (``bearer_token``), looked up in ``session``: a route that reads
     the store anyway signs its request in within the same transaction."""
-    found = request.scope.get(SIGNED_IN)  # looked up already by ``limits.BodyLimit``
+    return _looked_up(request, token) or authenticate(session, token)
+
+
+def _looked_up(request: Request, token: str) -> Principal | None:
+    """The principal of ``token`` if ``limits.BodyLimit`` looked it up already for this request."""
+    found = request.scope.get(SIGNED_IN)
     if found is not None and found[0] == token:
         principal: Principal = found[1]
         return principal
-    return authenticate(session, token)
+    return None
 
 
 async def bearer_token(request: Request) -> str:
@@ -108,10 +120,10 @@ async def bearer_token(request: Request) -> str:
     return bearer(request)
 
 
-def current_staff(request: Request) -> Principal:
+async def current_staff(request: Request) -> Principal:
     """Staff only. FastAPI reads a route's body before its dependencies run: what keeps a body from
     being read before authentication is ``limits.BodyLimit`` (its size, and a known token)."""
-    principal = current_principal(request)
+    principal = await current_principal(request)
     require_staff(principal)
     return principal
 

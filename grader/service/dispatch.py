@@ -35,12 +35,12 @@ ABANDON_WAIT_S = 2.0
 
 class LocalPool:
     """The embedded mode's graders: ``settings.workers`` threads in the API process, each with its
-    own warm sandbox. ``on_change(submission_id, change)`` is called once a job's grading has
-    started (``STARTED``) and again after it ended and its result is committed (``ENDED``;
-    ``notify.Waiters.notify``: the live statuses answer at once)."""
+    own warm sandbox. ``on_change(submission_id, change, view)`` is called once a job's grading has
+    started (``STARTED``) and again after it ended (``ENDED``, with the status view its committed
+    result gave, if it stored one; ``notify.Waiters.notify``: the live statuses answer at once)."""
 
     def __init__(self, db: Database, settings: ServiceSettings,
-                 on_change: Callable[[str, Change], None] | None = None) -> None:
+                 on_change: Callable[[str, Change, dict[str, Any] | None], None] | None = None) -> None:
         self.db, self.settings, self.on_change = db, settings, on_change
         self._pool = ThreadPoolExecutor(max_workers=max(1, settings.workers), thread_name_prefix="grade")
         self._closed, self._abandoned = threading.Event(), threading.Event()
@@ -71,9 +71,10 @@ class LocalPool:
         s = self.settings
         with self._lock:
             self._running += 1
+        stored: list[dict[str, Any]] = []  # the final status view, for the waiters
         try:
             run_job(self.db, submission_id, generation, worker=s.hostname, backend=s.backend, official=s.official,
-                    abandoned=self._abandoned, on_started=self._started)
+                    abandoned=self._abandoned, on_started=self._started, on_stored=stored.append)
         except Exception:  # the store is down past its retries: the next start hands the job over again
             if not self._abandoned.is_set():
                 log.exception("submission %s: grading could not be recorded", submission_id)
@@ -85,11 +86,11 @@ class LocalPool:
                 if not self._pending[key]:
                     del self._pending[key]
             if self.on_change is not None:
-                self.on_change(submission_id, ENDED)
+                self.on_change(submission_id, ENDED, stored[0] if stored else None)
 
     def _started(self, submission_id: str) -> None:
         if self.on_change is not None:
-            self.on_change(submission_id, STARTED)
+            self.on_change(submission_id, STARTED, None)
 
     def close(self) -> None:
         """Stop taking work; give the gradings in progress ``shutdown_grace_s`` to finish and be

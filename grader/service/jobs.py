@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from sqlalchemy import select, update
 from sqlalchemy.exc import IntegrityError
@@ -29,6 +29,7 @@ from ..results.tables import Assignment, Grading, Submission, Worker, utcnow
 from ..rubric import Rubric
 from .grading import grade_file
 from .ops import seed_secret
+from .views import status_view
 
 log = logging.getLogger("grader.service")
 Outcome = Literal["graded", "duplicate", "superseded", "missing", "abandoned"]
@@ -53,11 +54,14 @@ class Verdict:
 
 
 def run_job(db: Database, submission_id: str, generation: int, *, worker: str, backend: str, official: bool,
-            abandoned: threading.Event | None = None, on_started: Callable[[str], None] | None = None) -> Outcome:
+            abandoned: threading.Event | None = None, on_started: Callable[[str], None] | None = None,
+            on_stored: Callable[[dict[str, Any]], None] | None = None) -> Outcome:
     """Grade ``submission_id`` for ``generation`` unless that is already done or superseded.
-    ``on_started(submission_id)`` is called once its ``grading`` status is committed (so that the
-    live statuses say so at once). Once ``abandoned`` is set (a shutdown past its grace ended the
-    sandboxes), nothing is stored: the submission stays ``grading`` for the next start."""
+    ``on_started(submission_id)`` is called once its ``grading`` status is committed, and
+    ``on_stored(view)`` once its result is, with the submission's status view as the store now has
+    it (so that the live statuses say so at once, the last without reading the store again). Once
+    ``abandoned`` is set (a shutdown past its grace ended the sandboxes), nothing is stored: the
+    submission stays ``grading`` for the next start."""
     claimed = db.run(lambda s: _claim(s, submission_id, generation, worker))
     if isinstance(claimed, str):
         return claimed  # type: ignore[return-value]
@@ -68,10 +72,12 @@ def run_job(db: Database, submission_id: str, generation: int, *, worker: str, b
         log.info("submission %s: grading abandoned at shutdown, left for the next start", submission_id)
         return "abandoned"
     try:
-        counted = db.run(lambda s: _commit(s, submission_id, generation, worker, claimed, verdict))
+        counted, view = db.run(lambda s: _commit(s, submission_id, generation, worker, claimed, verdict))
     except IntegrityError:
         log.info("submission %s generation %d: another worker stored its result first", submission_id, generation)
         return "duplicate"
+    if view is not None and on_stored is not None:
+        on_stored(view)
     if not counted:  # the worker has no row yet (its first heartbeat is still to come)
         beat(db, worker, backend, graded=1)
     return "graded"
@@ -120,9 +126,10 @@ def _grade(claimed: Claimed, backend: str, official: bool) -> Verdict:
 
 
 def _commit(session: Session, submission_id: str, generation: int, worker: str, claimed: Claimed,
-            verdict: Verdict) -> bool:
-    """Store the verdict, and count it for the worker (with its heartbeat) in the same transaction;
-    False if the worker has no row to count it on."""
+            verdict: Verdict) -> tuple[bool, dict[str, Any] | None]:
+    """Store the verdict, and count it for the worker (with its heartbeat) in the same transaction:
+    False if the worker has no row to count it on; and the submission's status view as the store
+    now has it (None if a regrade superseded this generation meanwhile)."""
     now = utcnow()
     report = verdict.report
     session.add(Grading(
@@ -133,11 +140,17 @@ def _commit(session: Session, submission_id: str, generation: int, worker: str, 
         latency_s=max(0.0, (now - claimed.requested_at).total_seconds()),
     ))
     session.flush()  # the UNIQUE (submission, generation) check happens here, before anything else changes
-    session.execute(update(Submission).where(Submission.id == submission_id, Submission.generation == generation)
-                    .values(status=verdict.status, finished_at=now))
+    row = session.execute(update(Submission).where(Submission.id == submission_id, Submission.generation == generation)
+                          .values(status=verdict.status, finished_at=now).returning(*VIEWED)).first()
     counted = session.execute(update(Worker).where(Worker.hostname == worker)
                               .values(last_seen=now, graded=Worker.graded + 1))
-    return bool(counted.rowcount)  # type: ignore[attr-defined]
+    view = status_view(Submission(**row._asdict())) if row is not None else None
+    return bool(counted.rowcount), view  # type: ignore[attr-defined]
+
+
+# what ``views.status_view`` shows of a submission (not its content), as an UPDATE returns it
+VIEWED = (Submission.id, Submission.status, Submission.generation, Submission.file_name, Submission.sha256,
+          Submission.created_at, Submission.submitted_at, Submission.finished_at)
 
 
 def requeue_grading_of(session: Session, worker: str) -> int:

@@ -3,15 +3,17 @@ answer as soon as a grading starts or its result is committed, instead of each r
 
 The embedded pool calls ``Waiters.notify`` itself; a ``grader worker`` on any host announces the
 change on the Redis broker (``announce``, pub/sub), and each API's ``Subscriber`` hands it to its
-``Waiters``. An announcement is a submission id and what changed (``STARTED`` or ``ENDED``): whoever
-waits for that change reads the status again, and a long poll, which wants only the final status,
-sleeps through ``STARTED``. Best effort: a lost message costs one poll interval
+``Waiters``. An announcement is a submission id and what changed (``STARTED`` or ``ENDED``, the
+latter with the final status view the worker's commit gave): whoever waits for that change reads
+the status again, unless the announcement told it, and a long poll, which wants only the final
+status, sleeps through ``STARTED``. Best effort: a lost message costs one poll interval
 (``poll_interval_s``), nothing else: every interval, ``Waiters.watch`` reads the status of all
 waited-for submissions at once, not once per waiter."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import threading
 from collections.abc import Callable
@@ -28,8 +30,9 @@ _clients: dict[str, Any] = {}
 _lock = threading.Lock()
 
 
-def announce(broker_url: str, submission_id: str, change: Change) -> None:
-    """Tell every API that ``submission_id``'s grading started or ended (``change``)."""
+def announce(broker_url: str, submission_id: str, change: Change, view: dict[str, Any] | None = None) -> None:
+    """Tell every API that ``submission_id``'s grading started or ended (``change``), and, once it
+    ended, the final status ``view`` its commit gave (so that its waiters need not read it)."""
     import redis
 
     try:
@@ -38,7 +41,8 @@ def announce(broker_url: str, submission_id: str, change: Change) -> None:
             if client is None:
                 client = _clients[broker_url] = redis.Redis.from_url(broker_url, socket_timeout=2,
                                                                       socket_connect_timeout=2)
-        client.publish(CHANNEL, f"{submission_id} {change}")
+        told = f" {json.dumps(view, separators=(',', ':'))}" if view is not None and change == ENDED else ""
+        client.publish(CHANNEL, f"{submission_id} {change}{told}")
     except redis.RedisError as e:
         log.info("could not announce %s (the API will poll instead): %s", submission_id, e)
 
@@ -53,16 +57,21 @@ class Waiters:
     def __init__(self, started_in: Callable[[str], int | None] | None = None) -> None:
         self._events: dict[str, dict[asyncio.Event, object]] = {}  # each waiter's last seen status
         self._final_only: set[asyncio.Event] = set()  # waiters not woken by a grading that starts
+        self._ended: dict[str, dict[str, Any]] = {}  # the final status views announced, while waited for
         self._followers: dict[int, set[asyncio.Event]] = {}  # by assignment: streams of queued uploads
         self.started_in = started_in  # the assignment of a submission now grading, else None
         self.loop: asyncio.AbstractEventLoop | None = None
 
-    def notify(self, submission_id: str, change: Change | None = None) -> None:  # any thread
-        """``change``: None when the announcer did not say (an older worker): every waiter wakes."""
+    def notify(self, submission_id: str, change: Change | None = None,
+               view: dict[str, Any] | None = None) -> None:  # any thread
+        """``change``: None when the announcer did not say (an older worker): every waiter wakes.
+        ``view``: the final status a grading that ended stored, if told (``ended_view``)."""
         if self.loop is not None and not self.loop.is_closed():
-            self.loop.call_soon_threadsafe(self._set, submission_id, change)
+            self.loop.call_soon_threadsafe(self._set, submission_id, change, view)
 
-    def _set(self, submission_id: str, change: Change | None) -> None:
+    def _set(self, submission_id: str, change: Change | None, view: dict[str, Any] | None = None) -> None:
+        if change == ENDED and view is not None and submission_id in self._events:
+            self._ended[submission_id] = view
         for event in self._events.get(submission_id, ()):
             if not (change == STARTED and event in self._final_only):
                 event.set()
@@ -97,12 +106,19 @@ class Waiters:
         if waiting is not None and event in waiting:
             waiting[event] = status
 
+    def ended_view(self, submission_id: str, generation: int) -> dict[str, Any] | None:
+        """The final status announced for ``generation`` of ``submission_id`` while it was waited
+        for, if one was: what a read of the store would give (or a later regrade's)."""
+        view = self._ended.get(submission_id)
+        return view if view is not None and view["generation"] == generation else None
+
     def unregister(self, submission_id: str, event: asyncio.Event) -> None:
         waiting = self._events.get(submission_id, {})
         waiting.pop(event, None)
         self._final_only.discard(event)
         if not waiting:
             self._events.pop(submission_id, None)
+            self._ended.pop(submission_id, None)
         for assignment, followers in list(self._followers.items()):
             if event in followers:
                 followers.discard(event)
@@ -142,16 +158,34 @@ def _still_waiting(seen: object, now: object) -> bool:
             and seen[0] in WAITING and now[0] in WAITING)
 
 
-def parse(data: bytes) -> tuple[str, Change | None]:
-    """An announcement's submission id and change (None from a worker that announced only the id)."""
-    submission_id, _, change = data.decode("ascii", "replace").partition(" ")
-    return submission_id, STARTED if change == STARTED else ENDED if change == ENDED else None
+def parse(data: bytes) -> tuple[str, Change | None, dict[str, Any] | None]:
+    """An announcement's submission id, change (None from a worker that announced only the id) and
+    final status view (None if it told none, or none that is a final status of that submission)."""
+    submission_id, _, rest = data.decode("utf-8", "replace").partition(" ")
+    word, _, told = rest.partition(" ")
+    change: Change | None = STARTED if word == STARTED else ENDED if word == ENDED else None
+    return submission_id, change, _final_view(submission_id, told) if change == ENDED else None
+
+
+VIEW_MAX = 4096  # characters of a told status view at most (a view is about 500)
+
+
+def _final_view(submission_id: str, told: str) -> dict[str, Any] | None:
+    if not told or len(told) > VIEW_MAX:
+        return None
+    try:
+        view = json.loads(told)
+    except ValueError:
+        return None
+    ok = (isinstance(view, dict) and view.get("id") == submission_id and view.get("final") is True
+          and type(view.get("generation")) is int and isinstance(view.get("status"), str))
+    return view if ok else None
 
 
 class Subscriber:
-    """A background thread calling ``on_change(submission_id, change)`` for each announcement."""
+    """A background thread calling ``on_change(submission_id, change, view)`` for each announcement."""
 
-    def __init__(self, broker_url: str, on_change: Callable[[str, Change | None], None]) -> None:
+    def __init__(self, broker_url: str, on_change: Callable[[str, Change | None, dict[str, Any] | None], None]) -> None:
         self.broker_url, self.on_change = broker_url, on_change
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True, name="status-subscriber")

@@ -75,7 +75,8 @@ class ServiceSettings:
                                      help="the slow fallback while waiting: this often, one store read for all "
                                           "the waiting long polls, and each event stream's re-read of its queue "
                                           "place (a grading that finishes wakes its waiters at once, "
-                                          "in-process embedded, Redis pub/sub scaled; one that starts wakes the "
+                                          "in-process embedded, Redis pub/sub scaled, with the final status it "
+                                          "committed, so they answer without a store read; one that starts wakes the "
                                           "event streams, its own and those of its assignment's queued uploads, "
                                           "but not a long poll, which waits for the final status)")
     queue_per_assignment: int = setting(300, env="GRADER_QUEUE_PER_ASSIGNMENT",

@@ -66,9 +66,11 @@ def register_task(app: Celery) -> Any:
             return "malformed"
         db, s = _State.db, _State.settings
         assert db is not None and s is not None, "the task runs only in 'grader worker'"
+        stored: list[dict[str, Any]] = []  # the final status view, told with the announcement
         outcome = run_job(db, submission_id, generation, worker=s.hostname, backend=s.backend, official=s.official,
-                          on_started=partial(announce, s.broker, change=STARTED))  # the API's live statuses
-        announce(s.broker, submission_id, ENDED)
+                          on_started=partial(announce, s.broker, change=STARTED),  # the API's live statuses
+                          on_stored=stored.append)
+        announce(s.broker, submission_id, ENDED, stored[0] if stored else None)
         return outcome
 
     return grade

@@ -246,6 +246,75 @@ def test_a_long_poll_is_woken_by_the_finished_grading(settings: ServiceSettings)
         assert view["status"] == "graded" and time.monotonic() - started < 60  # woken, not at the end of its wait
 
 
+def test_a_long_poll_told_the_final_status_answers_without_reading_the_store_again(
+        settings: ServiceSettings) -> None:
+    """The grading's announcement carries the final status its commit gave: the waiting long poll
+    answers with it (one store read in all, its first); one told for another generation is not
+    taken for it (the poll reads the store again, and waits on)."""
+    from grader.results.tables import Submission
+    from grader.service.views import status_view
+
+    with parked_service(replace(settings, poll_interval_s=600)) as (client, token):
+        course = make_course(client, token)
+        sid = course.upload("alice", SUBMISSIONS / "correct_source.py").json()["id"]
+        app: Any = client.app
+        reads: list[str] = []
+
+        def count(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+            if "FROM submissions" in statement and "submissions.id = " in statement:  # a waiter's own read
+                reads.append(statement)
+
+        def set_status(status: str) -> dict[str, Any]:
+            def work(s: Any) -> dict[str, Any]:
+                sub = s.get_one(Submission, sid)
+                sub.status = status
+                s.flush()
+                return status_view(sub)
+            return app.state.db.run(work)  # type: ignore[no-any-return]
+
+        final = set_status("graded")
+        set_status("queued")
+        event.listen(app.state.db.engine, "before_cursor_execute", count)
+        try:
+            with ThreadPoolExecutor(1) as pool:
+                def poll() -> Any:
+                    return pool.submit(client.get, f"/api/submissions/{sid}", params={"wait": 120},
+                                       headers=course.students["alice"])
+
+                told = poll()
+                time.sleep(1)
+                app.state.waiters.notify(sid, "ended", final)  # what the worker's announcement tells
+                assert told.result(timeout=120).json() == final | {"queue_place": None}
+                assert len(reads) == 1, reads  # its first read, none after the announcement
+
+                reads.clear()
+                waiting = poll()
+                time.sleep(1)
+                app.state.waiters.notify(sid, "ended", final | {"generation": final["generation"] + 1})
+                time.sleep(1)
+                assert not waiting.done() and len(reads) == 2, reads  # read again: still queued, waits on
+                set_status("graded")
+                app.state.waiters.notify(sid, "ended")
+                assert waiting.result(timeout=120).json()["status"] == "graded"
+        finally:
+            event.remove(app.state.db.engine, "before_cursor_execute", count)
+
+
+def test_an_announcement_is_taken_only_for_a_final_status_of_its_own_submission() -> None:
+    from grader.service.notify import parse
+
+    view = {"id": "a" * 32, "status": "graded", "final": True, "generation": 2}
+    told = json.dumps(view)
+    assert parse(f"{'a' * 32} ended {told}".encode()) == ("a" * 32, "ended", view)
+    assert parse(f"{'b' * 32} ended {told}".encode()) == ("b" * 32, "ended", None)  # another's
+    assert parse(f"{'a' * 32} ended {json.dumps(view | {'final': False})}".encode())[2] is None
+    assert parse(f"{'a' * 32} ended {json.dumps(view | {'generation': '2'})}".encode())[2] is None
+    assert parse(f"{'a' * 32} ended {{not json".encode()) == ("a" * 32, "ended", None)
+    assert parse(f"{'a' * 32} ended {json.dumps(view | {'pad': 'x' * 5000})}".encode())[2] is None  # too long
+    assert parse(f"{'a' * 32} started {told}".encode()) == ("a" * 32, "started", None)
+    assert parse(b"abc") == ("abc", None, None)  # an older worker's: the id alone
+
+
 def test_a_grading_that_starts_moves_the_queue_places_of_the_assignments_event_streams(
         settings: ServiceSettings) -> None:
     """Bob's upload waits behind Alice's. When hers starts grading, his stream says place 1 at once
@@ -400,12 +469,13 @@ def test_the_embedded_graders_tell_the_waiters_when_a_grading_starts(settings: S
 
     printed: list[str] = []
     app: Any = create_app(settings, announce=printed.append)
-    told: list[tuple[str, str, str]] = []
+    told: list[tuple[str, str, str, str | None]] = []
     real = app.state.waiters.notify
 
-    def spy(sid: str, change: str) -> None:  # the pool's thread, as it tells the waiters: what a waiter would read
-        told.append((sid, change, app.state.db.run(lambda s: s.get_one(Submission, sid).status)))
-        real(sid, change)
+    def spy(sid: str, change: str, view: Any = None) -> None:  # the pool's thread: what a waiter would read
+        told.append((sid, change, app.state.db.run(lambda s: s.get_one(Submission, sid).status),
+                     view and view["status"]))
+        real(sid, change, view)
 
     app.state.waiters.notify = spy
     with TestClient(app) as client:
@@ -415,7 +485,7 @@ def test_the_embedded_graders_tell_the_waiters_when_a_grading_starts(settings: S
         deadline = time.monotonic() + 10
         while len(told) < 2 and time.monotonic() < deadline:  # the pool tells after its commit
             time.sleep(0.05)
-    assert told == [(sid, "started", "grading"), (sid, "ended", "graded")]
+    assert told == [(sid, "started", "grading", None), (sid, "ended", "graded", "graded")]  # the final view told
 
 
 def test_an_event_stream_says_grading_as_soon_as_it_starts(settings: ServiceSettings, tmp_path: Path) -> None:
@@ -458,21 +528,24 @@ def test_a_worker_announces_when_a_grading_starts_and_when_it_ends(redis_server:
     from grader.service import tasks
     from grader.service.notify import Subscriber, announce
 
-    heard: list[tuple[str, str | None]] = []
-    subscriber = Subscriber(redis_server.url, lambda sid, change: heard.append((sid, change)))
+    heard: list[tuple[str, str | None, Any]] = []
+    subscriber = Subscriber(redis_server.url, lambda sid, change, view: heard.append((sid, change, view)))
     subscriber.start()
     try:
         deadline = time.monotonic() + 30
-        while ("ready", "ended") not in heard and time.monotonic() < deadline:  # heard only once it has subscribed
+        while ("ready", "ended", None) not in heard and time.monotonic() < deadline:  # heard once subscribed
             announce(redis_server.url, "ready", "ended")
             time.sleep(0.1)
-        assert ("ready", "ended") in heard
+        assert ("ready", "ended", None) in heard
         sid, steps = "a" * 32, []
+        final = {"id": sid, "status": "graded", "final": True, "generation": 1, "finished_at": "2026-12-03T10:00:00Z"}
 
-        def run_job(_db: Any, submission_id: str, _generation: int, *, on_started: Any = None, **_: Any) -> str:
+        def run_job(_db: Any, submission_id: str, _generation: int, *, on_started: Any = None,
+                    on_stored: Any = None, **_: Any) -> str:
             steps.append("claimed")
             on_started(submission_id)  # what the real run_job does once its claim is committed
             steps.append("graded")
+            on_stored(final)  # and once its result is, with the status view the commit gave
             return "graded"
 
         monkeypatch.setattr(tasks, "run_job", run_job)
@@ -483,7 +556,7 @@ def test_a_worker_announces_when_a_grading_starts_and_when_it_ends(redis_server:
         assert tasks.register_task(tasks.make_celery(worker)).run(sid, 1) == "graded"
         while len(heard) < 2 and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert steps == ["claimed", "graded"] and heard == [(sid, "started"), (sid, "ended")], heard
+        assert steps == ["claimed", "graded"] and heard == [(sid, "started", None), (sid, "ended", final)], heard
     finally:
         subscriber.stop()
 
