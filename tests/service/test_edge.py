@@ -11,7 +11,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import replace
@@ -57,6 +57,27 @@ def parked_service(settings: ServiceSettings) -> Iterator[tuple[TestClient, str]
 def parked(settings: ServiceSettings) -> Iterator[tuple[TestClient, str]]:
     with parked_service(settings) as service:
         yield service
+
+
+@contextmanager
+def counted_reads(engine: Any, keep: Callable[[str], bool]) -> Iterator[list[str]]:
+    """The SQL statements run on ``engine`` meanwhile that ``keep`` accepts, as they run."""
+    reads: list[str] = []
+
+    def count(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        if keep(statement):
+            reads.append(statement)
+
+    event.listen(engine, "before_cursor_execute", count)
+    try:
+        yield reads
+    finally:
+        event.remove(engine, "before_cursor_execute", count)
+
+
+def own_read(statement: str) -> bool:
+    """A read of one submission's row: what a waiter does for itself (not a count of the queue)."""
+    return "FROM submissions" in statement and "submissions.id = " in statement and "count(" not in statement
 
 
 # ---- uploads are read in bounded workers, caps first ------------------------------------------------
@@ -208,18 +229,8 @@ def test_a_long_poll_reads_the_store_only_as_a_slow_fallback(parked: tuple[TestC
     client, token = parked
     course = make_course(client, token)
     sid = course.upload("alice", SUBMISSIONS / "correct_source.py").json()["id"]
-    reads: list[str] = []
-
-    def count(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
-        if "FROM submissions" in statement and "submissions.id = " in statement and "count(" not in statement:
-            reads.append(statement)
-
-    engine = client.app.state.db.engine  # type: ignore[attr-defined]
-    event.listen(engine, "before_cursor_execute", count)
-    try:
+    with counted_reads(client.app.state.db.engine, own_read) as reads:  # type: ignore[attr-defined]
         view = client.get(f"/api/submissions/{sid}", params={"wait": 4}, headers=course.students["alice"]).json()
-    finally:
-        event.remove(engine, "before_cursor_execute", count)
     assert view["status"] == "queued"
     assert len(reads) <= 3  # at the start and at the end (re-reading each second: 5)
 
@@ -258,11 +269,6 @@ def test_a_long_poll_told_the_final_status_answers_without_reading_the_store_aga
         course = make_course(client, token)
         sid = course.upload("alice", SUBMISSIONS / "correct_source.py").json()["id"]
         app: Any = client.app
-        reads: list[str] = []
-
-        def count(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
-            if "FROM submissions" in statement and "submissions.id = " in statement:  # a waiter's own read
-                reads.append(statement)
 
         def set_status(status: str) -> dict[str, Any]:
             def work(s: Any) -> dict[str, Any]:
@@ -274,30 +280,26 @@ def test_a_long_poll_told_the_final_status_answers_without_reading_the_store_aga
 
         final = set_status("graded")
         set_status("queued")
-        event.listen(app.state.db.engine, "before_cursor_execute", count)
-        try:
-            with ThreadPoolExecutor(1) as pool:
-                def poll() -> Any:
-                    return pool.submit(client.get, f"/api/submissions/{sid}", params={"wait": 120},
-                                       headers=course.students["alice"])
+        with counted_reads(app.state.db.engine, own_read) as reads, ThreadPoolExecutor(1) as pool:
+            def poll() -> Any:
+                return pool.submit(client.get, f"/api/submissions/{sid}", params={"wait": 120},
+                                   headers=course.students["alice"])
 
-                told = poll()
-                time.sleep(1)
-                app.state.waiters.notify(sid, "ended", final)  # what the worker's announcement tells
-                assert told.result(timeout=120).json() == final | {"queue_place": None}
-                assert len(reads) == 1, reads  # its first read, none after the announcement
+            told = poll()
+            time.sleep(1)
+            app.state.waiters.notify(sid, "ended", final)  # what the worker's announcement tells
+            assert told.result(timeout=120).json() == final | {"queue_place": None}
+            assert len(reads) == 1, reads  # its first read, none after the announcement
 
-                reads.clear()
-                waiting = poll()
-                time.sleep(1)
-                app.state.waiters.notify(sid, "ended", final | {"generation": final["generation"] + 1})
-                time.sleep(1)
-                assert not waiting.done() and len(reads) == 2, reads  # read again: still queued, waits on
-                set_status("graded")
-                app.state.waiters.notify(sid, "ended")
-                assert waiting.result(timeout=120).json()["status"] == "graded"
-        finally:
-            event.remove(app.state.db.engine, "before_cursor_execute", count)
+            reads.clear()
+            waiting = poll()
+            time.sleep(1)
+            app.state.waiters.notify(sid, "ended", final | {"generation": final["generation"] + 1})
+            time.sleep(1)
+            assert not waiting.done() and len(reads) == 2, reads  # read again: still queued, waits on
+            set_status("graded")
+            app.state.waiters.notify(sid, "ended")
+            assert waiting.result(timeout=120).json()["status"] == "graded"
 
 
 def test_an_announcement_is_taken_only_for_a_final_status_of_its_own_submission() -> None:
@@ -397,36 +399,29 @@ def test_a_long_poll_sleeps_through_the_start_of_its_grading(settings: ServiceSe
         course = make_course(client, token)
         sid = course.upload("alice", SUBMISSIONS / "correct_source.py").json()["id"]
         app: Any = client.app
-        own_reads: list[str] = []
-
-        def count(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
-            if ("FROM submissions" in statement and "submissions.id = " in statement
-                    and threading.current_thread() is not threading.main_thread()):  # not this test's writes
-                own_reads.append(statement)
 
         def status(value: str) -> Any:
             def write(s: Any) -> None:
                 s.get_one(Submission, sid).status = value
             return write
 
-        event.listen(app.state.db.engine, "before_cursor_execute", count)
-        try:
-            with ThreadPoolExecutor(1) as pool:
-                poll = pool.submit(client.get, f"/api/submissions/{sid}", params={"wait": 120},
-                                   headers=course.students["alice"])
-                deadline = time.monotonic() + 60
-                while not own_reads and time.monotonic() < deadline:  # the poll has read and waits
-                    time.sleep(0.05)
-                time.sleep(0.5)
-                app.state.db.run(status("grading"))
-                app.state.waiters.notify(sid, "started")  # what the graders announce
-                time.sleep(1.5)  # the fallback re-reads every 0.3 s meanwhile: it finds "grading"
-                during = len(own_reads)
-                app.state.db.run(status("graded"))
-                app.state.waiters.notify(sid, "ended")
-                view = poll.result(timeout=120).json()
-        finally:
-            event.remove(app.state.db.engine, "before_cursor_execute", count)
+        def polls_read(statement: str) -> bool:  # not this test's own writes, made on the main thread
+            return own_read(statement) and threading.current_thread() is not threading.main_thread()
+
+        with counted_reads(app.state.db.engine, polls_read) as own_reads, ThreadPoolExecutor(1) as pool:
+            poll = pool.submit(client.get, f"/api/submissions/{sid}", params={"wait": 120},
+                               headers=course.students["alice"])
+            deadline = time.monotonic() + 60
+            while not own_reads and time.monotonic() < deadline:  # the poll has read and waits
+                time.sleep(0.05)
+            time.sleep(0.5)
+            app.state.db.run(status("grading"))
+            app.state.waiters.notify(sid, "started")  # what the graders announce
+            time.sleep(1.5)  # the fallback re-reads every 0.3 s meanwhile: it finds "grading"
+            during = len(own_reads)
+            app.state.db.run(status("graded"))
+            app.state.waiters.notify(sid, "ended")
+            view = poll.result(timeout=120).json()
     assert view["status"] == "graded"
     assert during == 1, own_reads[:during]  # its first read only, until the grading ended
 
@@ -438,27 +433,17 @@ def _two_long_polls(client: TestClient, token: str) -> tuple[list[dict[str, Any]
     app: Any = client.app
     ids = [course.upload(who, SUBMISSIONS / "x.py", content=SOURCE + f"# {who}\n".encode()).json()["id"]
            for who in ("alice", "bob")]
-    reads: list[str] = []
+    with counted_reads(app.state.db.engine, lambda s: "FROM submissions" in s and "count(" not in s) as reads, \
+            ThreadPoolExecutor(2) as pool:
+        polls = [pool.submit(client.get, f"/api/submissions/{sid}", params={"wait": 4},
+                             headers=course.students[who]) for sid, who in zip(ids, ("alice", "bob"), strict=True)]
+        time.sleep(2.5)
 
-    def count(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
-        if "FROM submissions" in statement and "count(" not in statement:
-            reads.append(statement)
+        def graded(s: Any) -> None:
+            s.get_one(Submission, ids[0]).status = "graded"
 
-    engine = app.state.db.engine
-    event.listen(engine, "before_cursor_execute", count)
-    try:
-        with ThreadPoolExecutor(2) as pool:
-            polls = [pool.submit(client.get, f"/api/submissions/{sid}", params={"wait": 4},
-                                 headers=course.students[who]) for sid, who in zip(ids, ("alice", "bob"), strict=True)]
-            time.sleep(2.5)
-
-            def graded(s: Any) -> None:
-                s.get_one(Submission, ids[0]).status = "graded"
-
-            app.state.db.run(graded)  # told to nobody: the fallback read finds it
-            views = [p.result(timeout=60).json() for p in polls]
-    finally:
-        event.remove(engine, "before_cursor_execute", count)
+        app.state.db.run(graded)  # told to nobody: the fallback read finds it
+        views = [p.result(timeout=60).json() for p in polls]
     return views, reads
 
 
