@@ -3,8 +3,9 @@ JSON, a jupytext source, its cells shown on a page) runs in a forked intake work
 and memory (``grader.intake``), never in the API process, as SECURITY.md requires.
 
 The API process has a few reader threads (``READERS``), each with its own warm worker, so at most
-that many uploads are parsed at once however many arrive; at most ``BACKLOG`` more wait for one,
-and beyond that an upload is answered 503 with ``Retry-After`` before anything of it is parsed.
+that many uploads are parsed at once however many arrive. At most ``BACKLOG`` uploads, holding at
+most ``BACKLOG_BYTES`` between them, wait or are being read (a class uploading at the same minute
+fits); beyond that an upload is answered 503 with ``Retry-After`` before anything of it is parsed.
 """
 
 from __future__ import annotations
@@ -36,10 +37,12 @@ from .settings import ServiceSettings
 from .views import status_view
 
 READERS = 2
-BACKLOG = 32
+BACKLOG = 128
+BACKLOG_BYTES = 64 * 1024 * 1024
 _lock = threading.Lock()
 _pool: ThreadPoolExecutor | None = None
 _pending = 0
+_pending_bytes = 0
 
 
 def stored_name(file_name: str) -> str:
@@ -72,23 +75,26 @@ def load_cells(file_name: str, content: bytes, limits: LoadLimits) -> models.Sub
 
 
 def _submit(stored: str, content: bytes, limits: LoadLimits) -> Future[models.Submission]:
-    global _pool, _pending
+    global _pool, _pending, _pending_bytes
+    size = len(content)
     with _lock:
-        if _pending >= READERS + BACKLOG:
+        if _pending and (_pending >= BACKLOG or _pending_bytes + size > BACKLOG_BYTES):
             raise Busy("the service is busy reading other uploads; send yours again in a few seconds",
                        retry_after=5)
         if _pool is None:
             _pool = ThreadPoolExecutor(max_workers=READERS, thread_name_prefix="grader-intake")
         _pending += 1
+        _pending_bytes += size
         future = _pool.submit(_read, stored, content, limits)
-    future.add_done_callback(_done)
+    future.add_done_callback(lambda _future: _done(size))
     return future
 
 
-def _done(_future: Future[models.Submission]) -> None:
-    global _pending
+def _done(size: int) -> None:
+    global _pending, _pending_bytes
     with _lock:
         _pending -= 1
+        _pending_bytes -= size
 
 
 def _read(stored: str, content: bytes, limits: LoadLimits) -> models.Submission:

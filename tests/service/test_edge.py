@@ -23,6 +23,7 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import event
 
+from grader.errors import Busy
 from grader.service import uploads
 from grader.service.app import create_app
 from grader.service.settings import ServiceSettings
@@ -125,6 +126,38 @@ def test_the_cell_cap_holds_before_jupytext_reads_a_source(course: Course, tmp_p
     assert not called.exists()
     assert course.upload("alice", SUBMISSIONS / "correct_source.py").status_code == 202
     assert called.exists()  # the patch reaches the worker: a source within the cap is read by jupytext
+
+
+def test_a_class_uploading_at_once_waits_to_be_read_and_only_a_flood_past_the_byte_budget_is_busy(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Was: 35 uploads arriving together (a class of 50 at the deadline) got 503s. Here readers are
+    held: 100 ordinary uploads wait their turn; a flood of 4 MiB files is refused once the waiting
+    bytes would pass the budget, before anything of it is read, and taken again once they drain."""
+    from grader.load import LoadLimits
+
+    uploads.shutdown()
+    gate = threading.Event()
+
+    def held(stored: str, content: bytes, limits: Any) -> Any:
+        gate.wait(60)
+        return stored  # the file's name stands for what it read
+
+    monkeypatch.setattr(uploads, "_read", held)
+    limits = LoadLimits()
+    notebook, big = b"n" * 50_000, b"b" * (4 * 1024 * 1024)
+    waiting = [uploads._submit(f"s{i}.ipynb", notebook, limits) for i in range(100)]
+    taken = 0
+    with pytest.raises(Busy, match="busy reading other uploads"):
+        while taken < 100:
+            waiting.append(uploads._submit(f"big{taken}.ipynb", big, limits))
+            taken += 1
+    assert taken == (uploads.BACKLOG_BYTES - 100 * len(notebook)) // len(big)
+    gate.set()
+    read: list[Any] = [f.result(timeout=60) for f in waiting]
+    assert read[:2] == ["s0.ipynb", "s1.ipynb"] and len(read) == 100 + taken
+    later: Any = uploads._submit("later.ipynb", big, limits).result(timeout=60)
+    assert later == "later.ipynb"
+    uploads.shutdown()
 
 
 def test_a_refused_upload_counts_against_the_rate_limit(embedded: tuple[TestClient, str]) -> None:
