@@ -17,9 +17,11 @@ with the docker backend (skipped, with the reason, without an engine). Everythin
 stopped by pid at the end; every wait has a deadline.
 
 In the same run, for each worker count: `grader batch --workers N` on the very notebooks that
-phase uploaded (no service running meanwhile), and the service's results per second as a ratio of
-batch's; and the API process's CPU time per upload (user + system, from /proc, over the phase:
-the upload and the long polls that wait for its result, not the course's set-up). Prints figures; asserts nothing.
+phase uploads, just before the phase and again just after it (no worker running meanwhile; its
+cache warmed first), and the service's results per second as a ratio of batch's over both runs (a
+machine that speeds up or slows down during the run moves both sides alike); and the API process's
+CPU time per upload (user + system, from /proc, over the phase: the upload and the long polls that
+wait for its result, not the course's set-up). Prints figures; asserts nothing.
 """
 
 from __future__ import annotations
@@ -226,19 +228,24 @@ def cpu_seconds(pid: int) -> float:
 
 
 def batch_rate(work: Path, first: int, count: int, workers: int, backend: str) -> float:
-    """Results per second of ``grader batch --workers N`` on the notebooks ``first`` .. ``first + count``."""
-    source, out = work / f"batch{first}", work / f"batch{first}-out"
+    """Results per second of ``grader batch --workers N`` on the notebooks ``first`` .. ``first + count``,
+    from a copy of the warmed cache (``work/batch-cache``, made on the first call): so a second run on
+    the same notebooks computes their seeded expected outputs again, as the service's workers did."""
+    source, out, cache = work / f"batch{first}", work / f"batch{first}-out", work / f"batch{first}-cache"
+    warmed = work / "batch-cache"
     source.mkdir()
     for n in range(first, first + count):
         name, content = submission(n)
         (source / name).write_bytes(content)
-    env = os.environ | {"GRADER_CACHE": str(work / "batch-cache"), "TMPDIR": str(work)}
+    if warmed.is_dir():
+        shutil.copytree(warmed, cache, symlinks=True)
+    env = os.environ | {"GRADER_CACHE": str(cache if warmed.is_dir() else warmed), "TMPDIR": str(work)}
     started = time.perf_counter()
     subprocess.run([sys.executable, "-m", "grader.cli", "batch", str(source), "--out", str(out), "--workers",
                     str(workers), "--backend", backend], check=True, stdout=subprocess.DEVNULL, env=env, cwd=ROOT)
     wall = time.perf_counter() - started
-    shutil.rmtree(source, ignore_errors=True)
-    shutil.rmtree(out, ignore_errors=True)
+    for folder in (source, out, cache):
+        shutil.rmtree(folder, ignore_errors=True)
     return count / wall
 
 
@@ -305,14 +312,17 @@ def main() -> int:
     try:
         stack.start_api()
         offset, rate = 0, 0.0
-        phases: list[tuple[int, int, int, float, float]] = []  # workers, first notebook, uploads, results/s, API CPU s
+        batch_rate(work, 10 * args.count * len(args.workers), 2, 1, "local")  # batch's cache warmed, not timed
+        # workers, uploads, results/s, API CPU s, batch results/s before and after
+        phases: list[tuple[int, int, float, float, float, float]] = []
         for n in args.workers:
+            first = offset
+            before = batch_rate(work, first, args.count, n, "local")  # the floor, bracketing the phase
             stack.start_workers(n, "local")
             result = asyncio.run(load(stack, f"local{n}", args.count, args.clients, args.deadline, offset))
             cpu = result["api_cpu"]
             report(f"local backend, {n} worker(s), {args.clients} clients back to back", result, stack, args.count)
             rate = len(result["latencies"]) / result["wall"]
-            phases.append((n, offset, len(result["ids"]), rate, cpu))
             offset += args.count
             if n == max(args.workers) and args.paced:
                 # students who read their feedback before the next upload: arrivals at 70% of capacity
@@ -322,6 +332,8 @@ def main() -> int:
                        f"(arrivals at 70% of that capacity)", result, stack, args.count)
                 offset += args.count
             stack.stop_workers()
+            after = batch_rate(work, first, args.count, n, "local")
+            phases.append((n, len(result["ids"]), rate, cpu, before, after))
         problem = docker_problem() if args.docker_count else "not asked for"
         if problem is None:
             stack.start_workers(max(args.workers), "docker")
@@ -337,11 +349,11 @@ def main() -> int:
         print(f"API overhead, no worker running: upload p50 {1000 * overhead['upload_p50']:.1f} ms, "
               f"p95 {1000 * overhead['upload_p95']:.1f} ms; status p50 {1000 * overhead['status_p50']:.1f} ms; "
               f"API CPU {1000 * cpu / max(1, args.overhead_samples):.1f} ms per upload + one status request")
-        # the same notebooks through `grader batch`, with nothing else running
-        for n, first, uploads, service_rate, api_cpu in phases:
-            batch = batch_rate(work, first, uploads, n, "local")
+        for n, uploads, service_rate, api_cpu, before, after in phases:
+            batch = 2 / (1 / before + 1 / after)  # both runs' notebooks over both runs' time
             print(f"service vs batch, {n} worker(s): service {service_rate:.2f} results/s, `grader batch --workers {n}` "
-                  f"{batch:.2f} results/s on the same {uploads} notebooks: ratio {service_rate / batch:.2f}; "
+                  f"{batch:.2f} results/s on the same {uploads} notebooks ({before:.2f} just before, {after:.2f} just "
+                  f"after): ratio {service_rate / batch:.2f}; "
                   f"API process CPU {1000 * api_cpu / max(1, uploads):.1f} ms per upload (upload + long polls)")
     finally:
         stack.close()

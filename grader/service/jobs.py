@@ -15,10 +15,11 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
-from sqlalchemy import select, update
+from sqlalchemy import exists, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -84,24 +85,31 @@ def run_job(db: Database, submission_id: str, generation: int, *, worker: str, b
 
 
 def _claim(session: Session, submission_id: str, generation: int, worker: str) -> Claimed | str:
-    sub = session.get(Submission, submission_id)
-    if sub is None:
-        return "missing"
-    if sub.generation > generation:
-        return "superseded"
-    done = session.scalar(select(Grading.id).where(Grading.submission_id == submission_id,
-                                                   Grading.generation == generation))
-    if done is not None:
-        return "duplicate"
-    assignment = session.get_one(Assignment, sub.assignment_id)
-    session.execute(update(Submission).where(Submission.id == submission_id, Submission.generation == generation)
-                    .values(status="grading", started_at=utcnow(), worker=worker))
+    """Mark the submission ``grading`` and read what grading it needs, in one statement when it is
+    still to be graded (the common case: the time between two gradings is the worker's idle time);
+    else say why not."""
+    done = exists().where(Grading.submission_id == submission_id, Grading.generation == generation)
+    row = session.execute(
+        update(Submission).where(Submission.id == submission_id, Submission.generation == generation, ~done)
+        .values(status="grading", started_at=utcnow(), worker=worker)
+        .returning(Submission.content, Submission.file_name, Submission.requested_at,
+                   select(Assignment.rubric_json).where(Assignment.id == Submission.assignment_id)
+                   .scalar_subquery())).first()
+    if row is None:
+        now = session.scalar(select(Submission.generation).where(Submission.id == submission_id))
+        return "missing" if now is None else "superseded" if now != generation else "duplicate"
     try:
         key: bytes | None = seed_secret(session)
     except GraderError:  # GRADER_SEED_SECRET is the public default: the grading refuses, with the fix
         key = None
-    return Claimed(sub.content, sub.file_name, Rubric.model_validate_json(assignment.rubric_json), sub.requested_at,
-                   key)
+    content, file_name, requested_at, rubric_json = row
+    return Claimed(content, file_name, _rubric(rubric_json), requested_at, key)
+
+
+@lru_cache(maxsize=64)
+def _rubric(rubric_json: str) -> Rubric:
+    """A stored rubric, parsed once per worker (a Rubric is immutable)."""
+    return Rubric.model_validate_json(rubric_json)
 
 
 def _grade(claimed: Claimed, backend: str, official: bool) -> Verdict:
