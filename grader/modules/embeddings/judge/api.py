@@ -349,6 +349,11 @@ def layer_attrs(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
 
 
 def sin_fixed(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
+    returned = got.facts.get("returns")
+    if isinstance(returned, str) and returned != "Tensor":
+        return (f"create_sinusoidal_embeddings returns {_article(returned)}, not a Tensor: its signature says -> Tensor, "
+                "and code that reads the table's .data, as the course's test does, cannot index it; "
+                "return Tensor(table)")
     if got.facts.get("requires_grad") is True:
         return ("the sinusoid table was created with requires_grad=True: it is fixed, never trained, so it must not "
                 "collect gradients (return Tensor(table), whose requires_grad is False)")

@@ -428,13 +428,16 @@ def _sin_fixed_inputs(rng: np.random.Generator) -> Inputs:
 
 
 def _sin_fixed_describe(i: Inputs) -> str:
-    return f"create_sinusoidal_embeddings({i['max_len']}, {i['dim']}).requires_grad"
+    return f"create_sinusoidal_embeddings({i['max_len']}, {i['dim']}): what it returns, and its requires_grad"
 
 
 def _sin_fixed_run(ns: Namespace, i: Inputs) -> Outputs:
     table = ns["create_sinusoidal_embeddings"](i["max_len"], i["dim"])
     flag = getattr(table, "requires_grad", False)  # a plain array cannot collect gradients either
-    return {"requires_grad": flag if isinstance(flag, bool) else f"a {type(flag).__name__}"}
+    # the signature says -> Tensor, and the course's test reads pe.data[0], which a numpy array's
+    # .data (a memoryview) cannot do
+    return {"requires_grad": flag if isinstance(flag, bool) else f"a {type(flag).__name__}",
+            "returns": "Tensor" if isinstance(table, tensor_class()) else type(table).__name__[:60]}
 
 
 # ---- EmbeddingLayer: the sinusoidal length check, defaults --------------------------------

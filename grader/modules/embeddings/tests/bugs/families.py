@@ -86,13 +86,18 @@ FAMILY_BUGS = (
 
     Bug('bug_new_sin_returns_ndarray', NEWER,
         (('    return Tensor(pe)\n', '    return pe\n'), ('            table = self.pos_encoding[start_pos:start_pos + seq_len]\n            h = h + table.reshape(1, seq_len, embed_dim)\n', '            table = self.pos_encoding.data[start_pos:start_pos + seq_len]   # constant rows\n            h = h + Tensor(table.reshape(1, seq_len, embed_dim))\n'), ),
-        ('layer_modes', 'layer_defaults', 'layer_sin_values_visible', 'layer_sin_values', 'layer_sin_too_long', 'layer_start_pos', 'layer_scale'), 'ndarray',
+        ('layer_modes', 'sin_fixed', 'layer_defaults', 'layer_sin_values_visible', 'layer_sin_values', 'layer_sin_too_long', 'layer_start_pos', 'layer_scale'), 'ndarray',
         "create_sinusoidal_embeddings returns the numpy array, not a Tensor, so the layer's pos_encoding.data[...] slices a memoryview and fails."),
 
     Bug('bug_old_sin_returns_ndarray_newaxis', OLDER,
         (('    return Tensor(table)\n', '    return table\n'), ('            h = h + self.pos_encoding[:seq_len]\n', '            # constant rows, (1, T, D), no gradient needed\n            h = h + Tensor(self.pos_encoding.data[np.newaxis, :seq_len], requires_grad=False)\n'), ),
-        ('layer_modes', 'layer_defaults', 'layer_sin_values_visible', 'layer_sin_values', 'layer_sin_too_long', 'layer_scale'), 'ndarray',
+        ('layer_modes', 'sin_fixed', 'layer_defaults', 'layer_sin_values_visible', 'layer_sin_values', 'layer_sin_too_long', 'layer_scale'), 'ndarray',
         "create_sinusoidal_embeddings returns the numpy array, not a Tensor, so the layer's pos_encoding.data[np.newaxis, :seq_len] indexes a memoryview and raises TypeError."),
+
+    Bug('bug_old_sin_returns_ndarray', OLDER,
+        (('    return Tensor(table)\n', '    return table\n'), ),
+        ('sin_fixed',), 'returns a numpy array, not a Tensor',
+        "create_sinusoidal_embeddings returns the numpy array, not a Tensor; the layer still works (Tensor + array), but the signature says -> Tensor and the course's test reads pe.data[0]."),
 
     Bug('bug_old_sin_exponent_doubled', OLDER,
         (('    inv_freq = np.exp(-math.log(10000.0) * even_cols / embed_dim)         # 1 / 10000^(2i/D)\n', '    inv_freq = np.exp(-math.log(10000.0) * 2 * even_cols / embed_dim)     # 1 / 10000^(2i/D)\n'), ),
