@@ -35,12 +35,16 @@ def _metrics(session: Session) -> list[Metric]:
                           .where(Worker.last_seen >= utcnow() - timedelta(seconds=WORKER_SEEN_S))) or 0
     workers = GaugeMetricFamily("grader_workers_seen", f"Grading workers with a heartbeat in the last {WORKER_SEEN_S:g} s",
                                 value=float(seen))
+    graded = CounterMetricFamily("grader_worker_gradings", "Gradings stored by each worker since it first beat",
+                                 labels=["worker", "backend"])
+    for hostname, backend, count in session.execute(select(Worker.hostname, Worker.backend, Worker.graded)).all():
+        graded.add_metric([hostname, backend], float(count))
     submissions = CounterMetricFamily("grader_submissions", "Submissions accepted",
                                       value=float(sum(by_status.values())))
     results = CounterMetricFamily("grader_gradings", "Gradings stored, by status", labels=["status"])
     for status, count in session.execute(select(Grading.status, func.count()).group_by(Grading.status)).all():
         results.add_metric([status], float(count))
-    return [queue, workers, submissions, results, _latency(session)]
+    return [queue, workers, graded, submissions, results, _latency(session)]
 
 
 def _latency(session: Session) -> HistogramMetricFamily:

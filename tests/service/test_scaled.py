@@ -12,6 +12,7 @@ GRADER_REQUIRE_SERVICES=1 (CI) they fail.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import threading
@@ -96,6 +97,8 @@ def test_two_hosts_grade_every_submission_exactly_once(redis_server: RedisServer
     metrics = course.client.get("/metrics").text
     assert "grader_workers_seen 2.0" in metrics
     assert 'grader_gradings_total{status="graded"} 6.0' in metrics
+    per_worker = re.findall(r'grader_worker_gradings_total\{backend="local",worker="(grader@host-[ab])"\} (\d+)\.0', metrics)
+    assert {w for w, _ in per_worker} == hosts and sum(int(n) for _, n in per_worker) == 6, per_worker
 
 
 def test_sigkill_of_a_worker_mid_grading_another_grades_it_once(redis_server: RedisServer, pg_url: str, api: Any,
