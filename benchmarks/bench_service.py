@@ -239,13 +239,17 @@ def batch_rate(work: Path, first: int, count: int, workers: int, backend: str) -
         (source / name).write_bytes(content)
     if warmed.is_dir():
         shutil.copytree(warmed, cache, symlinks=True)
-    env = os.environ | {"GRADER_CACHE": str(cache if warmed.is_dir() else warmed), "TMPDIR": str(work)}
+    else:
+        cache = warmed  # the first call warms it, and it is kept
+    env = os.environ | {"GRADER_CACHE": str(cache), "TMPDIR": str(work)}
     started = time.perf_counter()
     subprocess.run([sys.executable, "-m", "grader.cli", "batch", str(source), "--out", str(out), "--workers",
                     str(workers), "--backend", backend], check=True, stdout=subprocess.DEVNULL, env=env, cwd=ROOT)
     wall = time.perf_counter() - started
-    for folder in (source, out, cache):
-        shutil.rmtree(folder, ignore_errors=True)
+    shutil.rmtree(source, ignore_errors=True)
+    shutil.rmtree(out, ignore_errors=True)
+    if cache != warmed:
+        shutil.rmtree(cache, ignore_errors=True)
     return count / wall
 
 
