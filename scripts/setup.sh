@@ -6,10 +6,10 @@ PYTHON=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
 fi
-stamp=.venv/.installed-$(sha256sum pyproject.toml | cut -c1-16)
+stamp=.venv/.installed-$(cat pyproject.toml constraints.txt | sha256sum | cut -c1-16)
 if [ ! -f "$stamp" ]; then
   .venv/bin/python -m pip install --quiet --upgrade pip
-  .venv/bin/python -m pip install --quiet -e '.[dev,docker,service]'
+  .venv/bin/python -m pip install --quiet -c constraints.txt -e '.[dev,docker,service]'
   touch "$stamp"
 fi
 # An editable install from before dev-mode-exact left empty folders in site-packages/grader; such a

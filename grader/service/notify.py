@@ -199,7 +199,7 @@ class Subscriber:
         while not self._stop.is_set():
             try:
                 client = redis.Redis.from_url(self.broker_url, socket_connect_timeout=2, socket_timeout=5)
-                pubsub = client.pubsub(ignore_subscribe_messages=True)  # type: ignore[no-untyped-call]
+                pubsub = client.pubsub(ignore_subscribe_messages=True)  # type: ignore[no-untyped-call, unused-ignore]  # typed from redis 8.2
                 pubsub.subscribe(CHANNEL)
                 while not self._stop.is_set():
                     message = pubsub.get_message(timeout=1.0)
