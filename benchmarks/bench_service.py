@@ -253,19 +253,18 @@ def batch_rate(work: Path, first: int, count: int, workers: int, backend: str) -
     return count / wall
 
 
-def worker_gaps(database: str, ids: list[str]) -> tuple[float, float, float]:
-    """(grading s p50, gap s p50, gap s p95) of these submissions: a gap is, on one worker, the time
-    from one grading's end (its result stored) to the start of its next (its claim committed)."""
+def worker_cycles(database: str, ids: list[str]) -> tuple[float, float]:
+    """(p50, p95) in seconds of the time, on one worker, from one result stored to its next (a
+    worker claims its next job while it grades, so a grading's start says little about idle time)."""
     engine = create_engine(database.replace("postgresql://", "postgresql+psycopg://"))
     with engine.connect() as c:
-        rows = c.execute(text("SELECT id, worker, started_at, finished_at FROM submissions "
-                              "WHERE started_at IS NOT NULL AND finished_at IS NOT NULL ORDER BY worker, started_at")).all()
+        rows = c.execute(text("SELECT id, worker, finished_at FROM submissions "
+                              "WHERE finished_at IS NOT NULL ORDER BY worker, finished_at")).all()
     engine.dispose()
     wanted = set(ids)
     rows = [r for r in rows if r[0] in wanted]
-    busy = [(r[3] - r[2]).total_seconds() for r in rows]
-    gaps = [(b[2] - a[3]).total_seconds() for a, b in itertools.pairwise(rows) if a[1] == b[1]]
-    return (pct(busy, 50), pct(gaps, 50), pct(gaps, 95)) if busy and gaps else (0.0, 0.0, 0.0)
+    cycles = [(b[2] - a[2]).total_seconds() for a, b in itertools.pairwise(rows) if a[1] == b[1]]
+    return (pct(cycles, 50), pct(cycles, 95)) if cycles else (0.0, 0.0)
 
 
 def report(label: str, result: dict[str, Any], stack: Stack, count: int) -> None:
@@ -276,9 +275,8 @@ def report(label: str, result: dict[str, Any], stack: Stack, count: int) -> None
           f"{len(lat) / result['wall']:.2f} submissions/s over {result['wall']:.1f} s; "
           f"upload→result p50 {pct(lat, 50):.2f} s, p95 {pct(lat, 95):.2f} s, p99 {pct(lat, 99):.2f} s; "
           f"upload request p50 {1000 * statistics.median(ups):.1f} ms" if lat else f"{label}: nothing graded")
-    grading, gap, gap95 = worker_gaps(stack.database, result["ids"])
-    print(f"  a worker's grading p50 {1000 * grading:.0f} ms; from one grading's end to its next start p50 "
-          f"{1000 * gap:.1f} ms, p95 {1000 * gap95:.1f} ms")
+    cycle, cycle95 = worker_cycles(stack.database, result["ids"])
+    print(f"  on one worker, from one result stored to its next: p50 {1000 * cycle:.0f} ms, p95 {1000 * cycle95:.0f} ms")
     if result["busy"]:
         kinds = Counter(detail.split(";")[0] for detail in result["busy"])
         print(f"  {len(result['busy'])} upload(s) sent again (503 and its Retry-After, or a closed connection): "

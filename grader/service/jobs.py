@@ -54,21 +54,56 @@ class Verdict:
     report: GradeReport | None = None
 
 
+class Slots:
+    """The sandbox gradings one ``grader worker`` runs at once (its ``--concurrency``), while it
+    holds one job more: claimed (``grading`` on this worker, so that the sweeper hands it over if
+    the worker dies) and waiting for a slot. When a grading ends, the next starts at once; storing
+    the result, acknowledging the job and receiving the next one happen during the next grading,
+    not between two. On shutdown (``close``) a job still waiting gives its claim back."""
+
+    def __init__(self, count: int) -> None:
+        self._free = threading.BoundedSemaphore(count)
+        self._closing = threading.Event()
+
+    def take(self) -> bool:
+        """Wait for a free slot; False if the worker began shutting down first."""
+        while not self._free.acquire(timeout=0.5):
+            if self._closing.is_set():
+                return False
+        return True
+
+    def give(self) -> None:
+        self._free.release()
+
+    def close(self) -> None:
+        self._closing.set()
+
+
 def run_job(db: Database, submission_id: str, generation: int, *, worker: str, backend: str, official: bool,
-            abandoned: threading.Event | None = None, on_started: Callable[[str], None] | None = None,
+            abandoned: threading.Event | None = None, slots: Slots | None = None,
+            on_started: Callable[[str], None] | None = None,
             on_stored: Callable[[dict[str, Any]], None] | None = None) -> Outcome:
     """Grade ``submission_id`` for ``generation`` unless that is already done or superseded.
     ``on_started(submission_id)`` is called once its ``grading`` status is committed, and
     ``on_stored(view)`` once its result is, with the submission's status view as the store now has
     it (so that the live statuses say so at once, the last without reading the store again). Once
     ``abandoned`` is set (a shutdown past its grace ended the sandboxes), nothing is stored: the
-    submission stays ``grading`` for the next start."""
+    submission stays ``grading`` for the next start. With ``slots``, the sandbox waits for one of
+    them; a job that gets none (shutdown) goes back to ``queued``, for the sweeper to hand over."""
     claimed = db.run(lambda s: _claim(s, submission_id, generation, worker))
     if isinstance(claimed, str):
         return claimed  # type: ignore[return-value]
     if on_started is not None:
         on_started(submission_id)
-    verdict = _grade(claimed, backend, official)
+    if slots is not None and not slots.take():
+        db.run(lambda s: unclaim(s, submission_id, generation, worker))
+        log.info("submission %s: shutting down before its grading began: back to the queue", submission_id)
+        return "abandoned"
+    try:
+        verdict = _grade(claimed, backend, official)
+    finally:
+        if slots is not None:
+            slots.give()
     if abandoned is not None and abandoned.is_set():
         log.info("submission %s: grading abandoned at shutdown, left for the next start", submission_id)
         return "abandoned"
@@ -159,6 +194,15 @@ def _commit(session: Session, submission_id: str, generation: int, worker: str, 
 # what ``views.status_view`` shows of a submission (not its content), as an UPDATE returns it
 VIEWED = (Submission.id, Submission.status, Submission.generation, Submission.file_name, Submission.sha256,
           Submission.created_at, Submission.submitted_at, Submission.finished_at)
+
+
+def unclaim(session: Session, submission_id: str, generation: int, worker: str) -> int:
+    """Put a submission this worker claimed back to ``queued``, not handed over (the sweeper hands
+    it over at its next sweep)."""
+    result = session.execute(update(Submission).where(
+        Submission.id == submission_id, Submission.generation == generation, Submission.status == "grading",
+        Submission.worker == worker).values(status="queued", worker="", started_at=None, enqueued_at=None))
+    return int(result.rowcount)  # type: ignore[attr-defined]
 
 
 def requeue_grading_of(session: Session, worker: str) -> int:

@@ -30,6 +30,7 @@ from sqlalchemy.orm import Session
 from ..results.database import Database
 from ..results.tables import Submission, Worker, utcnow
 from .dispatch import Dispatcher
+from .jobs import unclaim
 
 log = logging.getLogger("grader.service")
 SETTLE_S = 10.0  # a job handed over this recently may still be on its way to the broker
@@ -120,18 +121,11 @@ def requeue_lost_gradings(db: Database, lost_s: float, stuck_s: float, found: li
     requeued = 0
     for submission_id, generation, worker in found if found is not None else db.run(
             partial(_lost_gradings, lost_s=lost_s, stuck_s=stuck_s)):
-        if db.run(partial(_requeue, submission_id=submission_id, generation=generation, worker=worker)):
+        if db.run(partial(unclaim, submission_id=submission_id, generation=generation, worker=worker)):
             log.warning("submission %s: its worker %s is gone (no heartbeat for %.0f s) or lost it: graded again",
                         submission_id, worker or "?", lost_s)
             requeued += 1
     return requeued
-
-
-def _requeue(session: Session, submission_id: str, generation: int, worker: str) -> int:
-    result = session.execute(update(Submission).where(
-        Submission.id == submission_id, Submission.generation == generation, Submission.status == "grading",
-        Submission.worker == worker).values(status="queued", worker="", started_at=None, enqueued_at=None))
-    return int(result.rowcount)  # type: ignore[attr-defined]
 
 
 class LostJobs:

@@ -16,10 +16,10 @@ from functools import partial
 from typing import Any
 
 from celery import Celery
-from celery.signals import worker_process_init, worker_shutdown
+from celery.signals import worker_process_init, worker_shutdown, worker_shutting_down
 
 from ..results.database import Database, StoreUnavailable
-from .jobs import Heartbeat, requeue_grading_of, run_job
+from .jobs import Heartbeat, Slots, requeue_grading_of, run_job
 from .notify import ENDED, STARTED, announce
 from .settings import ServiceSettings
 
@@ -53,6 +53,7 @@ def make_celery(settings: ServiceSettings) -> Celery:
 class _State:
     db: Database | None = None
     settings: ServiceSettings | None = None
+    slots: Slots | None = None
 
 
 def register_task(app: Celery) -> Any:
@@ -68,7 +69,7 @@ def register_task(app: Celery) -> Any:
         assert db is not None and s is not None, "the task runs only in 'grader worker'"
         stored: list[dict[str, Any]] = []  # the final status view, told with the announcement
         outcome = run_job(db, submission_id, generation, worker=s.hostname, backend=s.backend, official=s.official,
-                          on_started=partial(announce, s.broker, change=STARTED),  # the API's live statuses
+                          slots=_State.slots, on_started=partial(announce, s.broker, change=STARTED),  # the API's live statuses
                           on_stored=stored.append)
         announce(s.broker, submission_id, ENDED, stored[0] if stored else None)
         return outcome
@@ -108,11 +109,15 @@ class QuietRetries(logging.Filter):
 
 
 def run_worker(settings: ServiceSettings, pool: str = "threads") -> int:
-    """``grader worker``: migrate if needed, then consume jobs until SIGTERM (warm shutdown: the jobs
-    in progress finish and are acknowledged first) or SIGINT."""
+    """``grader worker``: migrate if needed, then consume jobs until SIGTERM (warm shutdown: the
+    gradings in progress finish and are acknowledged first; the job held waiting goes back to the
+    queue) or SIGINT. In the threads pool (the default), Celery runs one thread more than
+    ``settings.workers``: the job it holds is claimed and waits for a sandbox slot (``Slots``), so
+    that no grading waits for the last one's bookkeeping. Prefork and solo run as many as told."""
     db = Database(settings.database_url)
     db.migrate()
-    _State.db, _State.settings = db, settings
+    slots = Slots(settings.workers) if pool == "threads" else None  # a semaphore is not shared by processes
+    _State.db, _State.settings, _State.slots = db, settings, slots
     app = make_celery(settings)
     register_task(app)
     QuietRetries().install()
@@ -121,8 +126,11 @@ def run_worker(settings: ServiceSettings, pool: str = "threads") -> int:
         log.warning("%d grading(s) of a previous run of %s were left unfinished: graded again", left, settings.hostname)
     heartbeat = Heartbeat(db, settings.hostname, settings.backend, settings.heartbeat_s).start()
     worker_process_init.connect(lambda **_: db.engine.dispose(close=False), weak=False)  # prefork children
+    if slots is not None:
+        worker_shutting_down.connect(lambda **_: slots.close(), weak=False)
     worker_shutdown.connect(lambda **_: _shutdown(heartbeat), weak=False)
-    app.worker_main(["worker", f"--pool={pool}", f"--concurrency={settings.workers}", f"--hostname={settings.hostname}",
+    threads = settings.workers + (slots is not None)
+    app.worker_main(["worker", f"--pool={pool}", f"--concurrency={threads}", f"--hostname={settings.hostname}",
                      f"--queues={QUEUE}", "--loglevel=INFO", "--without-gossip", "--without-mingle"])
     return 0
 

@@ -169,6 +169,31 @@ def test_sigterm_drains_the_job_in_progress(redis_server: RedisServer, pg_url: s
     assert os.path.exists(workers.root / "host-a" / "worker.log")
 
 
+def test_a_worker_holds_its_next_job_claimed_and_gives_it_back_on_sigterm(
+        redis_server: RedisServer, pg_url: str, api: Any, make_workers: Any, tmp_path: Path) -> None:
+    """A worker grading one job at a time already holds the next: claimed (``grading`` on it, so a
+    dead worker's held job is handed over too) and waiting, so that its grading starts the moment
+    the last one ends. A SIGTERM finishes the grading in progress and gives the held job back."""
+    course, db = api(redis_server.url, pg_url)
+    workers = make_workers(redis_server.url, pg_url, **WORKER_ENV)
+    proc = workers.start("host-a", concurrency=1)
+    first = course.upload("alice", slow_notebook(tmp_path, 4, "first")).json()["id"]
+    wait_for(lambda: grading_on(db, first), 60, "the first grading to start")
+    second = course.upload("bob", slow_notebook(tmp_path, 4, "second")).json()["id"]
+    assert wait_for(lambda: grading_on(db, second), 60, "the next job to be held") == "grader@host-a"
+    assert grading_on(db, first) == "grader@host-a"  # one grading at a time: the first is not done yet
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(120) == 0, workers.log("host-a")[-3000:]
+    (only,) = gradings_of(db, first)
+    assert only.worker == "grader@host-a" and only.status == "graded"
+    assert gradings_of(db, second) == []  # given back, not graded on the way out
+    assert db.run(lambda s: s.get_one(Submission, second)).status == "queued"
+    workers.start("host-b")
+    assert course.wait(second, "bob", timeout=120)["status"] == "graded"
+    (later,) = gradings_of(db, second)
+    assert later.worker == "grader@host-b"
+
+
 # ---- recovery with the shipped timeouts ----------------------------------------------------------
 
 
