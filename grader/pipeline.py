@@ -13,7 +13,7 @@ from . import __version__, modules, secret
 from .channel import CheckOutput, read_check, read_import
 from .errors import GraderError
 from .intake import read_submission
-from .judge import judge, outcomes
+from .judge import judge, outcomes, settle_pointers
 from .judge.crash import Code
 from .load import LoadLimits
 from .models import CheckResult, ExtractionSummary, GradeReport, StudentCode, cell_labels, shown
@@ -164,6 +164,7 @@ class Grader:
                 called = self.probes[spec.probe].describe(inputs)
                 results[spec.id] = judge(spec, called, inputs, read[spec.id], expected[spec.id], self.rules, generation,
                                          code)
+            results = settle_pointers(results)
             import_errors = tuple(f"{code.place(e.cell, e.line)}: {code.relabel(e.error.text())}"
                                   for e in (imported.chunk_errors if imported else ()))
             return results, import_errors, run.isolation

@@ -49,7 +49,7 @@ def judge(spec: CheckSpec, called: str, inputs: dict[str, Any], got: CheckOutput
     if len(mismatches) > 4:
         lines.append(f"... and {len(mismatches) - 4} more differences")
     if cause is not None:
-        see = f" (see {cause.upstream}, which fails too)" if cause.upstream else ""
+        see = see_also(cause.upstream) if cause.upstream else ""
         lines.append(f"Likely cause: {cause.text}{see}.")
     lines.extend(scoped.beyond)
     hint = cause is None or (cause.hint and not cause.upstream)  # the hint is about this check's own part
@@ -138,6 +138,24 @@ def _raised(got: CheckOutput, code: crash.Code) -> str:
     if error.type == "ProbeError" and not error.where:
         return f"{head}: the check could not use what your code offered:\n{quoted}"
     return f"{head}, with this message from the code under test:\n{quoted}"
+
+
+def see_also(upstream: str) -> str:
+    return f" (see {upstream}, which fails too)"
+
+
+def settle_pointers(results: dict[str, CheckResult]) -> dict[str, CheckResult]:
+    """Drop "(see X, which fails too)" from a cause where check X passed after all (a diagnosis
+    reads one check's outputs, not the others' verdicts)."""
+    settled = dict(results)
+    for check_id, result in results.items():
+        for other, verdict in results.items():
+            pointer = see_also(other)
+            if verdict.status == "passed" and pointer in result.detail:
+                result = result.model_copy(update={"detail": result.detail.replace(pointer, ""),
+                                                   "message": result.message.replace(pointer, "")})
+        settled[check_id] = result
+    return settled
 
 
 WITHHELD = {  # the student message of a non-visible check that did not pass (grader.visibility)

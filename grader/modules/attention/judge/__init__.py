@@ -53,9 +53,11 @@ def _score_bugs(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray | 
         ("the softmax ran over the queries (axis -2), not over the keys: each row of weights (one query) must sum "
          "to 1, so use the last axis, dim=-1",
          model.attend(q, k, v, mask, axis=-2, masking=masking)),
+        (f"the scores were multiplied by sqrt(d_k) ({math.sqrt(d):.3g}) instead of divided by it: Q @ K^T / sqrt(d_k)",
+         model.attend(q, k, v, mask, scale=math.sqrt(d), masking=masking)),
     ]
     if seq != d:
-        found.append((f"the scores were scaled by 1/sqrt({seq}), the sequence length (Q.shape[1]), not by "
+        found.append((f"the scores were scaled by 1/sqrt({seq}), the sequence length (Q.shape[{q.ndim - 2}]), not by "
                       f"1/sqrt(d_k) with d_k = Q.shape[-1] = {d}",
                       model.attend(q, k, v, mask, scale=1.0 / math.sqrt(seq), masking=masking)))
     return found
@@ -69,9 +71,20 @@ def _values_cause(got: CheckOutput, q: np.ndarray, k: np.ndarray, v: np.ndarray,
             return text
     if _like(w, right_w) and out is not None and out.shape == right_out.shape:
         return "the attention weights are right but the output is not weights @ V"
+    if _like(out, right_out) and w is not None and w.shape == right_w.shape:
+        return _weights_returned(w, q, k)
     if w is not None and w.shape == right_out.shape and out is not None and out.shape == right_w.shape:
         return "the pair is returned the wrong way round: return (output, attention_weights)"
     return None
+
+
+def _weights_returned(w: np.ndarray, q: np.ndarray, k: np.ndarray) -> str:
+    """The output is right but the weights returned beside it are not: which ones they are."""
+    scores = q @ np.swapaxes(k, -1, -2)
+    if _like(w, scores / math.sqrt(q.shape[-1])) or _like(w, scores):
+        return ("the output is right, but the attention_weights returned are the scores before the softmax: return "
+                "the softmax's output, the weights the output was computed with")
+    return "the output is right, but the attention_weights returned are not the ones it was computed with"
 
 
 def sdpa_values(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
@@ -118,6 +131,12 @@ def sdpa_shapes(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
                 "two axes only (K.transpose(-2, -1), not K.transpose(1, 2) or a fixed permutation)")
     sums = got.arrays.get("row_sums")
     if sums is not None and not np.allclose(sums, 1.0, atol=1e-5):
+        if _like(got.arrays.get("aux_output"), model.attend(i["q"], i["k"], i["v"])[0]):
+            scores = i["q"] @ np.swapaxes(i["k"], -1, -2)
+            return _weights_returned(scores, i["q"], i["k"]) if _like(
+                sums, (scores / math.sqrt(i["q"].shape[-1])).sum(-1)) or _like(sums, scores.sum(-1)) else (
+                "the output is right, but the attention_weights returned are not the ones it was computed with: "
+                "their rows do not sum to 1")
         return "the rows of the attention weights do not sum to 1: normalise each row with a softmax over the last axis"
     return None
 
@@ -130,7 +149,13 @@ MASK_BUGS = [
                  "value: blocked keys still get weight; set them to -1e9 (or -inf) instead"),
     ("after", "the mask was applied after the softmax (weights * mask): blocked keys get 0 but the rows no longer "
               "sum to 1; mask the scores before the softmax"),
+    ("first", "every batch entry was masked with the first one's mask (mask.data[0] or mask[0]): entry b must use "
+              "its own mask[b]"),
+    ("boost", "the penalty has the wrong sign: +1e9 where the mask is 0 gives the blocked keys all the weight; add "
+              "-1e9 (or fill with -inf) where mask == 0"),
 ]
+NAN_MASK = ("the masked weights are NaN: (1 - mask) * -inf is 0 * -inf = NaN on every allowed key; fill with "
+            "np.where(mask == 0, -inf, scores), or add (1 - mask) * -1e9")
 
 
 def _differing(got: CheckOutput, exp: CheckOutput, names: list[str]) -> list[str]:
@@ -143,11 +168,19 @@ def _differing(got: CheckOutput, exp: CheckOutput, names: list[str]) -> list[str
 def _mask_cause(got: CheckOutput, exp: CheckOutput,
                 cases: Sequence[tuple[str, Callable[..., np.ndarray]]]) -> str | None:
     """The one masking bug that explains every case where the student's numbers are wrong."""
-    wrong = _differing(got, exp, [name for name, _ in cases])
+    names = [name for name, _ in cases]
+    wrong = _differing(got, exp, names)
+    if any(_nan(got, name) for name in names) and not wrong:
+        return NAN_MASK
     for kind, text in MASK_BUGS:
         if wrong and all(_like(got.arrays.get(name), want(kind)) for name, want in cases if name in wrong):
             return text
     return None
+
+
+def _nan(got: CheckOutput, name: str) -> bool:
+    """The student's output ``name`` held NaN or infinite values (the host refuses such arrays)."""
+    return "NaN or infinite" in got.rejected.get(name, "")
 
 
 SWAPPED = "the pair is returned the wrong way round: return (output, attention_weights)"
@@ -165,6 +198,9 @@ def sdpa_mask(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
     found = _swapped(got) or _mask_cause(got, exp, cases)
     if found:
         return found
+    if all(_like(got.arrays.get(f"output_{tag}"), model.attend(*a)[0]) for tag, a in masks.items()):
+        return ("the outputs are right, but the attention_weights returned are not the ones they were computed "
+                "with (the scores before the softmax?): return the softmax's output")
     for tag, (qq, kk, vv, m) in masks.items():
         for text, (_, bug_w) in _score_bugs(qq, kk, vv, m):
             if _like(got.arrays.get(f"weights_{tag}"), bug_w):
@@ -178,13 +214,18 @@ def sdpa_grad(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause | No
         return SWAPPED
     for tag, mask, check in (("", None, "sdpa_values"), ("_causal", causal((2,), 4), "sdpa_mask")):
         out = got.arrays.get(f"aux_output{tag}")
+        if _nan(got, f"aux_output{tag}"):
+            return Cause("the forward values are already NaN here" + ("" if not tag else " with a causal mask"),
+                         upstream=check)
         if out is not None and not _like(out, model.attend(q, k, v, mask)[0]):
             return Cause("the forward values are already wrong here" + ("" if not tag else " with a causal mask") +
                          ", so their gradients are too", upstream=check)
     missing = [n.upper() for n in "qkv" if got.facts.get(f"{n}_grad") == NO_GRADIENT]
     if missing == ["Q", "K"]:
         return ("Q and K got no gradient but V did: the attention weights were computed outside the graph (scores or "
-                "softmax on .data, then wrapped in a new Tensor); use Tensor operations and Softmax()")
+                "softmax on .data, then wrapped in a new Tensor; explicit loops over .data do that too); the module "
+                "asks for gradient flow through the attention: compute the scores with Q.matmul(K.transpose(-2, -1)) "
+                "and the weights with Softmax()")
     if missing:
         return CUT.format(what=", ".join(missing))
     masked_missing = [n.upper() for n in "qkv" if got.facts.get(f"{n}_grad_causal") == NO_GRADIENT]
@@ -213,6 +254,15 @@ def _mha_bugs(i: Inputs, mask: np.ndarray | None = None) -> list[tuple[str, np.n
          "head_dim", model.mha(i, mask, scale=1.0 / math.sqrt(d))),
         ("the input was attended as a single head: split it into num_heads heads of head_dim each",
          model.mha(i, mask, heads=1)),
+        (f"the scores were scaled twice, by 1/head_dim ({d // h}) in all: scale them once, by 1/sqrt(head_dim), in "
+         "the attention function", model.mha(i, mask, scale=1.0 / (d // h))),
+        ("the Q, K and V projections ignore their biases (x @ weight alone): call each Linear, q_proj(x), which "
+         "adds its bias",
+         model.mha(i, mask, bias=False)),
+        ("K and V were projected with q_proj: each comes from its own Linear, k_proj(x) and v_proj(x)",
+         model.mha(i, mask, sources=("q_proj",) * 3)),
+        ("Q, K and V come from one shared Linear (the grader's weights for the last of them are the only ones "
+         "there): q_proj, k_proj and v_proj are three separate Linear layers", model.mha(i, mask, sources=("v_proj",) * 3)),
     ]
 
 
@@ -256,8 +306,18 @@ def mha_values(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause | N
 
 
 def mha_mask(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause | None:
-    seq = i["x"].shape[1]
-    masks = {"causal": causal((2,), seq), "padding": padding(i["lengths"], seq)}
+    batch, seq = i["x"].shape[:2]
+    masks = {"causal": causal((batch,), seq), "padding": padding(i["lengths"], seq)}
+    if _nan(got, "causal") and _nan(got, "aux_own_causal"):
+        return Cause("your scaled_dot_product_attention gives NaN with a mask, here on every head: " + NAN_MASK,
+                     upstream="sdpa_mask", hint=False)
+    raised = got.facts.get("causal")
+    own = got.arrays.get("aux_own_causal")
+    if (isinstance(raised, str) and raised.startswith("raised") and own is not None
+            and _like(own, model.mha(i, masks["causal"]))):
+        return ("MultiHeadAttention's call with a mask " + _raised(raised) + ", while your "
+                "scaled_dot_product_attention masks every head right when given the mask as (batch, 1, seq, seq): "
+                "reshape the (batch, seq, seq) mask to that, mask.reshape(batch, 1, seq, seq), before passing it on")
     upstream = _own_attention(got, "causal", "aux_own_causal", model.mha(i, masks["causal"]), "sdpa_mask")
     if upstream:
         return Cause(upstream.text.replace("values on its", "values with a mask on its"), upstream=upstream.upstream,
@@ -303,8 +363,9 @@ def mha_grad(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause | Non
 
 def mha_config(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
     d, h = i["dim"], i["heads"]
-    if got.facts.get("head_dim") == d / h and got.facts.get("head_dim") != d // h:
-        return "head_dim must be the integer embed_dim // num_heads"
+    head_dim = got.facts.get("head_dim")
+    if head_dim == "a float" or (head_dim == d / h and head_dim != d // h):
+        return "head_dim is a float (embed_dim / num_heads): it must be the integer embed_dim // num_heads"
     count, distinct = got.facts.get("count"), got.facts.get("distinct")
     if isinstance(count, int) and isinstance(distinct, int) and distinct < count:
         return "parameters() lists the same tensor twice: are two projections one shared Linear?"
@@ -316,8 +377,9 @@ def mha_config(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
 
 
 def generation(outputs: Mapping[str, CheckOutput]) -> str | None:
-    """'newer' when the submission defines the newer course's given helpers (_apply_mask and the
-    others, or MultiHeadAttention._split_heads), 'older' when it defines none, None when unknown."""
+    """'newer' when the submission defines the newer course's given helpers (probes.newer_marks: at
+    least two of _compute_attention_scores, _scale_scores and _apply_mask), 'older' when not, None
+    when unknown."""
     seen = [got.facts["aux_newer"] for got in outputs.values() if isinstance(got.facts.get("aux_newer"), list)]
     if not seen:
         return None

@@ -25,16 +25,20 @@ def softmax(s: np.ndarray, axis: int = -1) -> np.ndarray:
 def attend(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray | None = None, *,
            scale: float | None = None, axis: int = -1, masking: str = "fill") -> tuple[np.ndarray, np.ndarray]:
     """(output, weights). ``masking``: "fill" (the course), "ignored", "inverted" (0 allows),
-    "multiply" (scores * mask: blocked scores become 0, not -inf), "after" (softmax, then * mask)."""
+    "multiply" (scores * mask: blocked scores become 0, not -inf), "after" (softmax, then * mask),
+    "boost" (+1e9 where the mask is 0, in float32 as a student's Tensor adds it), "first" (every
+    batch entry filled by the first one's mask)."""
     s = q @ np.swapaxes(k, -1, -2) * (1.0 / math.sqrt(q.shape[-1]) if scale is None else scale)
     if mask is not None:
-        m = np.broadcast_to(mask, s.shape)
-        if masking == "fill":
+        m = np.broadcast_to(mask[:1] if masking == "first" else mask, s.shape)
+        if masking in ("fill", "first"):
             s = np.where(m == 0, -np.inf, s)
         elif masking == "inverted":
             s = np.where(m == 1, -np.inf, s)
         elif masking == "multiply":
             s = s * m
+        elif masking == "boost":
+            s = (s.astype(np.float32) + np.where(m == 0, np.float32(1e9), np.float32(0.0))).astype(np.float64)
     w = softmax(s, axis)
     if mask is not None and masking == "after":
         w = w * np.broadcast_to(mask, w.shape)
@@ -61,10 +65,11 @@ def _merge(a: np.ndarray, how: str) -> np.ndarray:
 
 def mha(i: Inputs, mask: np.ndarray | None = None, *, split: str = "course", merge: str = "course",
         scale: float | None = None, out_proj: bool = True, heads: int | None = None, masking: str = "fill",
-        upstream: np.ndarray | None = None) -> np.ndarray:
-    """MultiHeadAttention on the probe's known weights, with the named variations."""
+        upstream: np.ndarray | None = None, bias: bool = True, sources: tuple[str, ...] = LAYERS[:3]) -> np.ndarray:
+    """MultiHeadAttention on the probe's known weights, with the named variations (``bias``: the
+    Q, K and V projections add their biases; ``sources``: the projections Q, K and V come from)."""
     x, h = i["x"], heads or i["heads"]
-    q, k, v = (_split(x @ i[f"{n}.weight"] + i[f"{n}.bias"], h, split) for n in LAYERS[:3])
+    q, k, v = (_split(x @ i[f"{n}.weight"] + (i[f"{n}.bias"] if bias else 0.0), h, split) for n in sources)
     m = None if mask is None else mask[:, None]
     out, _ = attend(q, k, v, m, scale=scale, masking=masking)
     merged = _merge(out, merge)

@@ -40,8 +40,13 @@ NEWER_MARKS = ("_compute_attention_scores", "_scale_scores", "_apply_mask")
 
 
 def newer_marks(ns: Namespace) -> list[str]:
-    """The newer generation's given helpers that the submission defines (its API's evidence)."""
+    """The newer generation's given helpers that the submission defines, when they are evidence of
+    its API: at least two of the three module-level ones. The newer course gives all five, and a
+    student of the older one may well write a helper called ``_apply_mask`` or methods called
+    ``_split_heads`` and ``_merge_heads``; such a notebook is graded as the older course asked."""
     found = [name for name in NEWER_MARKS if callable(ns.get(name))]
+    if len(found) < 2:
+        return []
     mha = ns.get("MultiHeadAttention")
     found += [f"MultiHeadAttention.{m}" for m in ("_split_heads", "_merge_heads") if callable(getattr(mha, m, None))]
     return found
@@ -134,10 +139,11 @@ def _shapes_run(ns: Namespace, i: Inputs) -> Outputs:
     out4, w4 = _shape_pair(lambda: _sdpa(ns, h, h[..., ::-1], h[:, ::-1]), "4-D")
     cross_v = i["cross_k"] * 2.0
     outc, wc = _shape_pair(lambda: _sdpa(ns, i["cross_q"], i["cross_k"], cross_v), "cross")
-    weights = _both(ns, i["q"], i["k"], i["v"], None, "")["weights"]
+    plain = _both(ns, i["q"], i["k"], i["v"], None, "")
+    weights = plain["weights"]
     sums = weights.sum(axis=-1) if isinstance(weights, np.ndarray) else weights
     return {"returns": returns, "output_3d": out3, "weights_3d": w3, "output_4d": out4, "weights_4d": w4,
-            "output_cross": outc, "weights_cross": wc, "row_sums": sums}
+            "output_cross": outc, "weights_cross": wc, "row_sums": sums, "aux_output": plain["output"]}
 
 
 def _values_inputs(rng: np.random.Generator) -> Inputs:
@@ -322,7 +328,9 @@ def _shape_or_error(call: Callable[[], Any], what: str) -> list[int] | str:
 
 
 def _mha_inputs(rng: np.random.Generator) -> Inputs:
-    dim, heads, batch, seq = 8, 2, 2, 4
+    # head_dim (4), seq (5), batch (2) and heads (3) all differ, so that a scale by the wrong axis
+    # (Q.shape[2] of a 4-D tensor) or a mask broadcast over the wrong axis changes the output
+    dim, heads, batch, seq = 12, 3, 2, 5
     found: Inputs = {"dim": dim, "heads": heads, "x": dyadic(rng, (batch, seq, dim), 16),
                      "upstream": dyadic(rng, (batch, seq, dim), 16), "lengths": [2, 4]}
     for layer in LAYERS:
@@ -383,17 +391,18 @@ def _mha_run(ns: Namespace, i: Inputs) -> Outputs:
 
 def _mha_mask_describe(i: Inputs) -> str:
     return (f"MultiHeadAttention({i['dim']}, {i['heads']}) with known weights on a known {i['x'].shape} input, "
-            f"with a causal (2, 4, 4) mask and with a padding mask (keys {i['lengths']} long)")
+            f"with a causal {(i['x'].shape[0],) + (i['x'].shape[1],) * 2} mask and with a padding mask "
+            f"(keys {i['lengths']} long)")
 
 
 def _mha_mask_run(ns: Namespace, i: Inputs) -> Outputs:
     mha = ns["MultiHeadAttention"](i["dim"], i["heads"])
     inject_mha(mha, i)
     x = i["x"]
-    seq = x.shape[1]
-    return {"causal": attempt(lambda: mha(_t(x), _t(causal((2,), seq))), "mha(x, causal mask)"),
+    batch, seq = x.shape[:2]
+    return {"causal": attempt(lambda: mha(_t(x), _t(causal((batch,), seq))), "mha(x, causal mask)"),
             "padding": attempt(lambda: mha(_t(x), _t(padding(i["lengths"], seq))), "mha(x, padding mask)"),
-            "aux_own_causal": own_attention(ns, i, causal((2,), seq)), "aux_newer": newer_marks(ns)}
+            "aux_own_causal": own_attention(ns, i, causal((batch,), seq)), "aux_newer": newer_marks(ns)}
 
 
 def _mha_grad_describe(i: Inputs) -> str:

@@ -45,6 +45,52 @@ BUGS: tuple[Bug, ...] = (
         ("sdpa_values", "sdpa_heads", "sdpa_mask", "sdpa_grad", *MHA_DOWNSTREAM), "the sequence length",
         "Newer generation: d_k is read from Q.shape[1], which is the sequence length for (batch, seq, d) inputs and "
         "the number of heads for (batch, heads, seq, head_dim) ones."),
+    Bug("bug_dk_from_axis2", OLDER,
+        (("    d_k = Q.shape[-1]\n", "    d_k = Q.shape[2]\n"),),
+        MHA_DOWNSTREAM, "gives wrong values on its (batch, heads, seq, head_dim) inputs",
+        "Older generation: d_k is read from Q.shape[2], right for (batch, seq, d) inputs, the sequence length for "
+        "the (batch, heads, seq, head_dim) ones MultiHeadAttention passes."),
+    Bug("bug_scale_multiplied", OLDER,
+        (("    scores = scores * (1.0 / math.sqrt(d_k))\n", "    scores = scores * math.sqrt(d_k)\n"),),
+        ("sdpa_values", "sdpa_mask", "sdpa_grad", *MHA_DOWNSTREAM), "multiplied by sqrt(d_k)",
+        "The scores are multiplied by sqrt(d_k) instead of divided by it."),
+    Bug("bug_mask_positive_penalty", OLDER,
+        (("        penalty = (1.0 - mask.data) * MASK_VALUE\n", "        penalty = (1.0 - mask.data) * -MASK_VALUE\n"),),
+        ("sdpa_mask", "sdpa_grad", "mha_mask"), "the penalty has the wrong sign",
+        "The penalty is +1e9 where the mask is 0, so the blocked keys get all the weight."),
+    Bug("bug_mask_times_neg_inf", OLDER,
+        (("        penalty = (1.0 - mask.data) * MASK_VALUE\n", "        penalty = (1.0 - mask.data) * -np.inf\n"),),
+        ("sdpa_mask", "sdpa_grad", "mha_mask"), "0 * -inf = NaN",
+        "The penalty is (1 - mask) * -inf, which is NaN (0 * -inf) on every allowed key."),
+    Bug("bug_mask_first_entry", OLDER,
+        (("        penalty = (1.0 - mask.data) * MASK_VALUE\n", "        penalty = (1.0 - mask.data[0]) * MASK_VALUE\n"),),
+        ("sdpa_mask", "mha_mask"), "the first one's mask",
+        "Every batch entry is masked with the first entry's mask (mask.data[0])."),
+    Bug("bug_weights_are_scores", OLDER,
+        (("    return output, weights\n", "    return output, scores\n"),),
+        ("sdpa_shapes", "sdpa_values", "sdpa_mask"), "the scores before the softmax",
+        "The function returns the scores before the softmax as the attention weights (the output is right)."),
+    Bug("bug_mha_mask_no_head_axis", OLDER,
+        (("        if mask is not None:\n            mask = Tensor(mask.data.reshape(batch, 1, seq, seq))\n", ""),),
+        ("mha_mask",), "reshape the (batch, seq, seq) mask",
+        "MultiHeadAttention passes the (batch, seq, seq) mask on without a head axis, so it does not broadcast."),
+    Bug("bug_mha_no_bias", OLDER,
+        (("        q = self.q_proj.forward(x).reshape(batch, seq, self.num_heads, self.head_dim).transpose(1, 2)\n        k = self.k_proj.forward(x).reshape(batch, seq, self.num_heads, self.head_dim).transpose(1, 2)\n        v = self.v_proj.forward(x).reshape(batch, seq, self.num_heads, self.head_dim).transpose(1, 2)\n", "        q = x.matmul(self.q_proj.weight).reshape(batch, seq, self.num_heads, self.head_dim).transpose(1, 2)\n        k = x.matmul(self.k_proj.weight).reshape(batch, seq, self.num_heads, self.head_dim).transpose(1, 2)\n        v = x.matmul(self.v_proj.weight).reshape(batch, seq, self.num_heads, self.head_dim).transpose(1, 2)\n"),),
+        MHA_DOWNSTREAM, "ignore their biases",
+        "The Q, K and V projections multiply by the weights alone, without adding the biases."),
+    Bug("bug_mha_kv_from_q", OLDER,
+        (("        q = self.q_proj.forward(x).reshape(batch, seq, self.num_heads, self.head_dim).transpose(1, 2)\n        k = self.k_proj.forward(x).reshape(batch, seq, self.num_heads, self.head_dim).transpose(1, 2)\n        v = self.v_proj.forward(x).reshape(batch, seq, self.num_heads, self.head_dim).transpose(1, 2)\n", "        q = self.q_proj.forward(x).reshape(batch, seq, self.num_heads, self.head_dim).transpose(1, 2)\n        k = self.q_proj.forward(x).reshape(batch, seq, self.num_heads, self.head_dim).transpose(1, 2)\n        v = self.q_proj.forward(x).reshape(batch, seq, self.num_heads, self.head_dim).transpose(1, 2)\n"),),
+        MHA_DOWNSTREAM, "projected with q_proj",
+        "K and V are projected with q_proj as well."),
+    Bug("bug_mha_scale_twice", OLDER,
+        (("        q = self.q_proj.forward(x).reshape(batch, seq, self.num_heads, self.head_dim).transpose(1, 2)\n        k = self.k_proj.forward(x).reshape(batch, seq, self.num_heads, self.head_dim).transpose(1, 2)\n        v = self.v_proj.forward(x).reshape(batch, seq, self.num_heads, self.head_dim).transpose(1, 2)\n", "        q = self.q_proj.forward(x).reshape(batch, seq, self.num_heads, self.head_dim).transpose(1, 2)\n        k = self.k_proj.forward(x).reshape(batch, seq, self.num_heads, self.head_dim).transpose(1, 2)\n        v = self.v_proj.forward(x).reshape(batch, seq, self.num_heads, self.head_dim).transpose(1, 2)\n        q = q * (1.0 / math.sqrt(self.head_dim))\n"),),
+        MHA_DOWNSTREAM, "scaled twice",
+        "MultiHeadAttention scales Q by 1/sqrt(head_dim) before the attention function scales the scores again."),
+    Bug("bug_mha_shared_linear", OLDER,
+        (("        self.k_proj = Linear(embed_dim, embed_dim)\n        self.v_proj = Linear(embed_dim, embed_dim)\n",
+          "        self.k_proj = self.q_proj\n        self.v_proj = self.q_proj\n"),),
+        ("mha_config", *MHA_DOWNSTREAM), "the same tensor twice",
+        "k_proj and v_proj are the very Linear q_proj is, so Q, K and V share one projection."),
     Bug("bug_softmax_queries", OLDER,
         (("    weights = Softmax()(scores, dim=-1)\n", "    weights = Softmax()(scores, dim=-2)\n"),),
         ("sdpa_shapes", "sdpa_values", "sdpa_mask", "sdpa_grad", *MHA_DOWNSTREAM),
@@ -157,6 +203,31 @@ STYLES: tuple[Style, ...] = (
           "Older generation on module 03's Layer base class (inherited __call__), the @ operator, K.transpose() "
           "without arguments, division by sqrt(d_k), an additive -inf mask from np.where, mask.reshape, and an "
           "assert for the head check."),
+    Style("correct_own_helpers", OLDER,
+          (("    if mask is not None:\n        penalty = (1.0 - mask.data) * MASK_VALUE\n"
+            "        scores = scores + Tensor(penalty)\n",
+            "    scores = _apply_mask(scores, mask)\n"),
+           ("def scaled_dot_product_attention(",
+            "def _apply_mask(scores: Tensor, mask: Optional[Tensor]) -> Tensor:\n"
+            "    \"\"\"Add -1e9 where the mask is 0.\"\"\"\n"
+            "    return scores if mask is None else scores + Tensor((1.0 - mask.data) * MASK_VALUE)\n\n\n"
+            "def scaled_dot_product_attention("),
+           ("        q = self.q_proj.forward(x).reshape(batch, seq, self.num_heads, self.head_dim).transpose(1, 2)\n"
+            "        k = self.k_proj.forward(x).reshape(batch, seq, self.num_heads, self.head_dim).transpose(1, 2)\n"
+            "        v = self.v_proj.forward(x).reshape(batch, seq, self.num_heads, self.head_dim).transpose(1, 2)\n",
+            "        q, k, v = (self._split_heads(p.forward(x)) for p in (self.q_proj, self.k_proj, self.v_proj))\n"),
+           ("        merged = attended.transpose(1, 2).reshape(batch, seq, self.embed_dim)\n",
+            "        merged = self._merge_heads(attended)\n"),
+           ("    def __call__(self, x: Tensor, mask: Optional[Tensor] = None) -> Tensor:\n",
+            "    def _split_heads(self, t: Tensor) -> Tensor:\n"
+            "        batch, seq, _ = t.shape\n"
+            "        return t.reshape(batch, seq, self.num_heads, self.head_dim).transpose(1, 2)\n\n"
+            "    def _merge_heads(self, t: Tensor) -> Tensor:\n"
+            "        batch, _, seq, _ = t.shape\n"
+            "        return t.transpose(1, 2).reshape(batch, seq, self.embed_dim)\n\n"
+            "    def __call__(self, x: Tensor, mask: Optional[Tensor] = None) -> Tensor:\n")),
+          "Older generation with helpers of the student's own that share the newer course's names: an _apply_mask "
+          "function (additive -1e9) and _split_heads / _merge_heads methods. It is graded as the older course asks."),
 )
 
 

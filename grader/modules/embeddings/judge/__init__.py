@@ -526,9 +526,13 @@ def layer_sin_values(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cau
     if _same(out, tok + math.sqrt(i["dim"]) * right):
         return ("the sinusoid rows are multiplied by sqrt(embed_dim): only the token embeddings are scaled, and only "
                 "with scale_embeddings=True")
+    own_table_right = own_sin is not None and sin is not None and own_sin.shape == sin.shape and _same(own_sin, sin)
     for mistake in sinusoid.MISTAKES:
         variant = _sinusoid(i["max_len"], i["dim"], **mistake.kwargs)[:seq]
         if not _same(variant, right) and _same(out, tok + variant):
+            if own_table_right:  # the layer builds or slices a table of its own
+                return (f"your create_sinusoidal_embeddings is right, but the table the layer adds is not: "
+                        f"{mistake.cause}. Add rows 0 .. seq_len - 1 of create_sinusoidal_embeddings' table")
             return Cause(f"the added sinusoid table is wrong: {mistake.cause}", "sin_values")
     return _layer_1d_cause(got, exp, i) if sin is not None and _same(out, tok + sin[:seq]) else None
 
@@ -577,6 +581,9 @@ def layer_scale(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause | 
             return "scale_embeddings=True has no effect in the sinusoidal mode: scale the tokens there as well"
         if _same(tokens_part, tok * root - added):
             return Cause("the tokens are scaled, but the sinusoidal mode adds no positions", "layer_sin_values_visible")
+        if tokens_part is not None and tokens_part.shape == tok.shape:
+            return Cause("the tokens are scaled right, but the sinusoidal mode adds the wrong position rows",
+                         "layer_sin_values_visible")
     if _same(plain, tok * dim):
         return f"the token embeddings were multiplied by D ({dim}) instead of sqrt(D) ({root:.4g})"
     if _same(plain, tok) and _same(learned, tok + root * pos):
