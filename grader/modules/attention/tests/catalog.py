@@ -30,6 +30,15 @@ class Bug(unittesting.Bug):
 MHA_DOWNSTREAM = ("mha_values_visible", "mha_values", "mha_mask", "mha_grad")
 
 
+def _qkv(q: str, k: str, v: str) -> str:
+    """The older base's three projection lines, each from the given expression."""
+    return "".join(f"        {name} = {source}.reshape(batch, seq, self.num_heads, self.head_dim).transpose(1, 2)\n"
+                   for name, source in (("q", q), ("k", k), ("v", v)))
+
+
+QKV = _qkv("self.q_proj.forward(x)", "self.k_proj.forward(x)", "self.v_proj.forward(x)")
+
+
 BUGS: tuple[Bug, ...] = (
     Bug("bug_no_scale", OLDER,
         (("    scores = scores * (1.0 / math.sqrt(d_k))\n", ""),),
@@ -75,15 +84,15 @@ BUGS: tuple[Bug, ...] = (
         ("mha_mask",), "reshape the (batch, seq, seq) mask",
         "MultiHeadAttention passes the (batch, seq, seq) mask on without a head axis, so it does not broadcast."),
     Bug("bug_mha_no_bias", OLDER,
-        (("        q = self.q_proj.forward(x).reshape(batch, seq, self.num_heads, self.head_dim).transpose(1, 2)\n        k = self.k_proj.forward(x).reshape(batch, seq, self.num_heads, self.head_dim).transpose(1, 2)\n        v = self.v_proj.forward(x).reshape(batch, seq, self.num_heads, self.head_dim).transpose(1, 2)\n", "        q = x.matmul(self.q_proj.weight).reshape(batch, seq, self.num_heads, self.head_dim).transpose(1, 2)\n        k = x.matmul(self.k_proj.weight).reshape(batch, seq, self.num_heads, self.head_dim).transpose(1, 2)\n        v = x.matmul(self.v_proj.weight).reshape(batch, seq, self.num_heads, self.head_dim).transpose(1, 2)\n"),),
+        ((QKV, _qkv("x.matmul(self.q_proj.weight)", "x.matmul(self.k_proj.weight)", "x.matmul(self.v_proj.weight)")),),
         MHA_DOWNSTREAM, "ignore their biases",
         "The Q, K and V projections multiply by the weights alone, without adding the biases."),
     Bug("bug_mha_kv_from_q", OLDER,
-        (("        q = self.q_proj.forward(x).reshape(batch, seq, self.num_heads, self.head_dim).transpose(1, 2)\n        k = self.k_proj.forward(x).reshape(batch, seq, self.num_heads, self.head_dim).transpose(1, 2)\n        v = self.v_proj.forward(x).reshape(batch, seq, self.num_heads, self.head_dim).transpose(1, 2)\n", "        q = self.q_proj.forward(x).reshape(batch, seq, self.num_heads, self.head_dim).transpose(1, 2)\n        k = self.q_proj.forward(x).reshape(batch, seq, self.num_heads, self.head_dim).transpose(1, 2)\n        v = self.q_proj.forward(x).reshape(batch, seq, self.num_heads, self.head_dim).transpose(1, 2)\n"),),
+        ((QKV, _qkv(*["self.q_proj.forward(x)"] * 3)),),
         MHA_DOWNSTREAM, "projected with q_proj",
         "K and V are projected with q_proj as well."),
     Bug("bug_mha_scale_twice", OLDER,
-        (("        q = self.q_proj.forward(x).reshape(batch, seq, self.num_heads, self.head_dim).transpose(1, 2)\n        k = self.k_proj.forward(x).reshape(batch, seq, self.num_heads, self.head_dim).transpose(1, 2)\n        v = self.v_proj.forward(x).reshape(batch, seq, self.num_heads, self.head_dim).transpose(1, 2)\n", "        q = self.q_proj.forward(x).reshape(batch, seq, self.num_heads, self.head_dim).transpose(1, 2)\n        k = self.k_proj.forward(x).reshape(batch, seq, self.num_heads, self.head_dim).transpose(1, 2)\n        v = self.v_proj.forward(x).reshape(batch, seq, self.num_heads, self.head_dim).transpose(1, 2)\n        q = q * (1.0 / math.sqrt(self.head_dim))\n"),),
+        ((QKV, QKV + "        q = q * (1.0 / math.sqrt(self.head_dim))\n"),),
         MHA_DOWNSTREAM, "scaled twice",
         "MultiHeadAttention scales Q by 1/sqrt(head_dim) before the attention function scales the scores again."),
     Bug("bug_mha_shared_linear", OLDER,
