@@ -1,4 +1,4 @@
-"""The HTTP server ``grader serve`` runs: uvicorn's h11 protocol with one more timeout.
+"""The HTTP server ``grader serve`` runs: uvicorn's HTTP protocol (httptools) with one more timeout.
 
 uvicorn closes a keep-alive connection that stays idle after a response, but waits forever for the
 first request of a new connection, and for a request head sent a byte at a time; a few thousand
@@ -11,13 +11,16 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from uvicorn.protocols.http.h11_impl import H11Protocol
+try:  # uvicorn's C parser (llhttp) when installed, else its pure-Python h11 one
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol as Base
+except ImportError:  # pragma: no cover - the service extra installs httptools
+    from uvicorn.protocols.http.h11_impl import H11Protocol as Base  # type: ignore[assignment]
 
 
 def protocol(header_timeout_s: float) -> type[asyncio.Protocol]:
     """uvicorn's ``http=`` protocol class with the request-head deadline."""
 
-    class HeadDeadline(H11Protocol):
+    class HeadDeadline(Base):
         _deadline: asyncio.TimerHandle | None = None
         _waiting_since: Any = None  # the cycle that was current when the deadline was set
 
