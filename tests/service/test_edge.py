@@ -718,3 +718,48 @@ def test_over_http_a_huge_body_is_refused_on_its_length_and_idle_sockets_are_clo
         assert http.get("/healthz").status_code == 200  # an ordinary request is unaffected
         time.sleep(1.5)
         assert http.get("/healthz").status_code == 200  # a kept-alive connection, or a new one
+
+
+def _refused_or_cut(sock: socket.socket, data: bytes) -> bytes:
+    """Send ``data``; the status line the server answered with, or b"" if it cut the connection."""
+    try:
+        sock.sendall(data)
+        return _answer(sock).split(b"\r\n", 1)[0]
+    except (BrokenPipeError, ConnectionResetError):
+        return b""
+
+
+@pytest.mark.slow
+def test_over_http_a_huge_request_head_is_refused_before_it_is_read_whole(served: int) -> None:
+    """Was (httptools has no head limit): a 66 MiB header line was buffered whole and answered 200."""
+    with socket.create_connection(("127.0.0.1", served)) as sock:
+        status = _refused_or_cut(sock, b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * (8 << 20) + b"\r\n\r\n")
+        assert status in (b"HTTP/1.1 431 Request Header Fields Too Large", b""), status
+    with socket.create_connection(("127.0.0.1", served)) as sock:  # many ordinary-sized header lines
+        lines = b"".join(b"X-H%d: %s\r\n" % (i, b"b" * 1000) for i in range(2000))
+        status = _refused_or_cut(sock, b"GET /healthz HTTP/1.1\r\nHost: x\r\n" + lines + b"\r\n")
+        assert status in (b"HTTP/1.1 431 Request Header Fields Too Large", b""), status
+    with httpx.Client(base_url=f"http://127.0.0.1:{served}", timeout=60) as http:
+        # a large head within the cap (cookies, say) and a body far larger than it, in one write
+        big = http.post("/api/courses", headers={"X-Padding": "c" * 30_000}, content=b"{" * 500_000)
+        assert big.status_code in (401, 413), big.text
+        assert http.get("/healthz", headers={"X-Padding": "c" * 30_000}).status_code == 200
+
+
+@pytest.mark.slow
+def test_over_http_a_body_trickled_a_byte_at_a_time_is_cut_off(served: int) -> None:
+    """Was: a 1,000-byte body sent a byte every 8 s held its connection for as long as it liked."""
+    for path in (b"/signin", b"/lti/launch"):
+        with socket.create_connection(("127.0.0.1", served)) as sock:
+            sock.sendall(b"POST " + path + b" HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded"
+                         b"\r\nContent-Length: 1000\r\n\r\na")
+            answer = _answer(sock)  # GRADER_HEADER_TIMEOUT_S is 1 here: under 1,024 bytes in 1 s is too slow
+            assert answer.startswith(b"HTTP/1.1 408 "), answer
+            assert sock.recv(1) == b""
+    with httpx.Client(base_url=f"http://127.0.0.1:{served}", timeout=60) as http:
+        def paced() -> Iterator[bytes]:  # 8 KiB over 2 s: slow, but four times the least pace
+            for _ in range(8):
+                yield b"token=" + b"x" * 1018
+                time.sleep(0.25)
+        answer = http.post("/signin", content=paced(), headers={"Content-Type": "application/x-www-form-urlencoded"})
+        assert answer.status_code != 408 and answer.status_code < 500, answer.text
