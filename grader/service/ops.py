@@ -119,9 +119,11 @@ def sign_out_student(session: Session, course: Course, student_id: str, staff: s
     return student, ended
 
 
-def audit(session: Session, actor: str, action: str, target: str, detail: object = "") -> None:
+def audit(session: Session, actor: str, action: str, target: str, detail: object = "") -> Audit:
     text = detail if isinstance(detail, str) else json.dumps(detail, sort_keys=True, default=str)
-    session.add(Audit(actor=actor, action=action, target=target, detail=text))
+    row = Audit(actor=actor, action=action, target=target, detail=text)
+    session.add(row)
+    return row
 
 
 # ---- courses and assignments -------------------------------------------------------------------
@@ -322,13 +324,34 @@ class Queue:
 
 
 REFUSED = "refuse_upload"  # the audit action of an upload refused as unreadable (it counts against the limit)
+READING = "read_upload"  # an upload being read: it counts until it is accepted (removed) or refused (REFUSED)
 
 
 def check_upload(session: Session, assignment: Assignment, student: Student, sha: str, queue: Queue
-                 ) -> Submission | None:
+                 ) -> Submission | int:
     """Before an upload is read: the existing submission of this content (uploads are idempotent:
-    its ``submitted_at`` is renewed), else None once the rate limit and the queue have room."""
-    return _check(session, assignment, student, sha, queue)[0]
+    its ``submitted_at`` is renewed), else, once the rate limit and the queue have room, the id of
+    the attempt reserved for it. The reservation counts against the rate limit while the upload is
+    read, so uploads sent at once, readable or not, never pass the limit together (the student's row
+    is locked first, as in ``submit``); ``submit`` or ``refuse_upload`` settles it."""
+    _lock(session, student)
+    found, _ = _check(session, assignment, student, sha, queue)
+    if found is not None:
+        return found
+    row = audit(session, student.student_id, READING, _attempts_target(assignment, student))
+    session.flush()
+    return row.id
+
+
+def release_upload(session: Session, attempt: int) -> None:
+    """An attempt that was never read, through no fault of the student's (the readers were busy)."""
+    session.execute(delete(Audit).where(Audit.id == attempt, Audit.action == READING))
+
+
+def _lock(session: Session, student: Student) -> None:
+    """Make concurrent uploads of one student wait for each other (a row lock on PostgreSQL, the
+    write lock on SQLite) before they count."""
+    session.execute(update(Student).where(Student.id == student.id).values(name=Student.name))
 
 
 def _check(session: Session, assignment: Assignment, student: Student, sha: str, queue: Queue
@@ -355,9 +378,15 @@ def _check(session: Session, assignment: Assignment, student: Student, sha: str,
     return None, int(row.queued or 0)
 
 
-def refuse_upload(session: Session, assignment: Assignment, student: Student, reason: str) -> None:
-    """Record an upload refused as unreadable: it counts against the student's rate limit as an
-    accepted one does (else refused uploads would be a free oracle of what the reader accepts)."""
+def refuse_upload(session: Session, assignment: Assignment, student: Student, reason: str,
+                  attempt: int | None = None) -> None:
+    """Record an upload refused as unreadable (its reserved ``attempt`` becomes the record): it
+    counts against the student's rate limit as an accepted one does (else refused uploads would be
+    a free oracle of what the reader accepts)."""
+    if attempt is not None and session.execute(
+            update(Audit).where(Audit.id == attempt, Audit.action == READING)
+            .values(action=REFUSED, detail=reason[:500])).rowcount:  # type: ignore[attr-defined]
+        return
     audit(session, student.student_id, REFUSED, _attempts_target(assignment, student), reason[:500])
 
 
@@ -368,15 +397,18 @@ class Submitted(NamedTuple):
 
 
 def submit(session: Session, assignment: Assignment, student: Student, file_name: str, content: bytes,
-           queue: Queue = Queue()) -> Submitted:
+           queue: Queue = Queue(), attempt: int | None = None) -> Submitted:
     """The submission of this content by this student: the existing one (uploads are idempotent),
     or a new ``queued`` one, within the per-student rate limit and the queue's.
 
     The limit is atomic: the student's row is written first, which makes concurrent uploads of one
     student wait for each other (a row lock on PostgreSQL, the write lock on SQLite) before they count.
     The same lock orders two uploads of one file at once: the second finds the first's, so the
-    insert needs no savepoint against the unique (assignment, student, content) constraint."""
-    session.execute(update(Student).where(Student.id == student.id).values(name=Student.name))
+    insert needs no savepoint against the unique (assignment, student, content) constraint.
+    ``attempt``, reserved by ``check_upload``, is settled: the new submission counts instead."""
+    _lock(session, student)
+    if attempt is not None:
+        release_upload(session, attempt)
     sha = hashlib.sha256(content).hexdigest()
     found, queued = _check(session, assignment, student, sha, queue)
     if found is not None:
@@ -401,14 +433,14 @@ WAITING = ("queued", "grading")
 def _room_statement() -> Select[Any]:
     """What an upload is checked against, in one statement built once (building it costs more than
     running it): an earlier upload of the same file (``existing``), then the student's rate limit
-    (accepted and refused uploads in the window), the queue's room and its length (``queued``,
+    (accepted, refused and being read in the window), the queue's room and its length (``queued``,
     for a new upload's place). Parameters: ``assignment``,
     ``student``, ``sha``, ``since``, ``target``."""
     assignment, student = bindparam("assignment", type_=Integer), bindparam("student", type_=Integer)
     since = bindparam("since", type_=UTCDateTime)
     mine = (Submission.assignment_id == assignment) & (Submission.student_pk == student)
     recent = mine & (Submission.created_at > since)
-    refused = (Audit.at > since) & (Audit.action == REFUSED) & (Audit.target == bindparam("target"))
+    refused = (Audit.at > since) & Audit.action.in_((REFUSED, READING)) & (Audit.target == bindparam("target"))
     waiting = Submission.status.in_(WAITING)
     return select(
         select(func.count(Submission.id)).where(Submission.status == "queued").scalar_subquery().label("queued"),

@@ -113,8 +113,9 @@ async def accept(run: Callable[[Callable[[Session], Any]], Any], dispatch: Calla
     """Check, read, commit, then enqueue an upload (the API's and the web pages' one way in).
 
     Everything that costs less comes first: the size; then, in the store, an earlier upload of the
-    same file (returned as it is), the rate limit and the queue; only then is the file read, in a
-    bounded worker. A file refused there counts against the rate limit."""
+    same file (returned as it is), the rate limit and the queue, which reserve the upload's place in
+    the limit; only then is the file read, in a bounded worker. A file refused there counts against
+    the rate limit, and so does one still being read."""
     limits = LoadLimits(max_bytes=settings.max_upload_bytes)
     queue = ops.Queue(settings.queue_per_assignment, settings.queue_total)
     content = await file.read(limits.max_bytes + 1)
@@ -124,26 +125,30 @@ async def accept(run: Callable[[Callable[[Session], Any]], Any], dispatch: Calla
 
     target: tuple[Assignment, Student] | None = None
 
-    def before(s: Session) -> dict[str, Any] | None:
+    def before(s: Session) -> dict[str, Any] | int:
         nonlocal target
         target = _target(s, principal, course, assignment, student_id)
         found = ops.check_upload(s, *target, sha, queue)
-        return None if found is None else _view(found, False, ops.queue_place(s, found))
+        return found if isinstance(found, int) else _view(found, False, ops.queue_place(s, found))
 
-    earlier: dict[str, Any] | None = await run_in_threadpool(run, before)
-    if earlier is not None:
+    earlier: dict[str, Any] | int = await run_in_threadpool(run, before)
+    if not isinstance(earlier, int):
         return earlier
+    attempt = earlier  # counts against the rate limit from now on: submit() or refuse_upload() settles it
     assert target is not None
     a, student = target  # read already (the session keeps what it loaded); submit() re-counts under its lock
     try:
         await validate_upload(name, content, limits)
     except Invalid as e:
         reason = str(e)
-        await run_in_threadpool(run, lambda s: ops.refuse_upload(s, a, student, reason))
+        await run_in_threadpool(run, lambda s: ops.refuse_upload(s, a, student, reason, attempt))
+        raise
+    except BaseException:  # not read (the readers were busy, the request went away): not the student's
+        await run_in_threadpool(run, lambda s: ops.release_upload(s, attempt))
         raise
 
     def work(s: Session) -> tuple[dict[str, Any], bool]:
-        done = ops.submit(s, a, student, name, content, queue)
+        done = ops.submit(s, a, student, name, content, queue, attempt)
         return _view(*done), done.created
 
     def commit_then_send() -> dict[str, Any]:

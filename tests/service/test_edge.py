@@ -182,29 +182,53 @@ def test_an_upload_over_the_size_limit_is_413(course: Course) -> None:
 # ---- the rate limit is atomic --------------------------------------------------------------------
 
 
-def _race(course: Course, uploads_at_once: int) -> list[int]:
+def _race(course: Course, uploads_at_once: int, readable: bool) -> list[int]:
     barrier = threading.Barrier(uploads_at_once)
 
     def one(n: int) -> int:
+        content = SOURCE + f"# {n}\n".encode() if readable else b"{nope %d" % n
         barrier.wait()
-        return int(course.upload("alice", SUBMISSIONS / "x.py", content=SOURCE + f"# {n}\n".encode()).status_code)
+        return int(course.upload("alice", SUBMISSIONS / ("x.py" if readable else "x.ipynb"), content=content)
+                   .status_code)
 
     with ThreadPoolExecutor(uploads_at_once) as pool:
         return list(pool.map(one, range(uploads_at_once)))
 
 
-def test_the_rate_limit_holds_under_concurrent_uploads_on_sqlite(parked: tuple[TestClient, str]) -> None:
+# Was, for unreadable files: 24 sent at once at a limit of 2 were all read (and refused, 422): the
+# limit was checked before the reading and counted after it.
+@pytest.mark.parametrize("readable", [True, False], ids=["readable", "unreadable"])
+def test_the_rate_limit_holds_under_concurrent_uploads_on_sqlite(parked: tuple[TestClient, str],
+                                                                  readable: bool) -> None:
     course = make_course(*parked, rate_limit={"count": 2, "window_s": 3600})
-    statuses = _race(course, 24)
-    assert sorted(statuses) == [202] * 2 + [429] * 22
+    statuses = _race(course, 24, readable)
+    assert sorted(statuses) == [202 if readable else 422] * 2 + [429] * 22
 
 
-def test_the_rate_limit_holds_under_concurrent_uploads_on_postgresql(tmp_path: Path, pg_url: str) -> None:
+@pytest.mark.parametrize("readable", [True, False], ids=["readable", "unreadable"])
+def test_the_rate_limit_holds_under_concurrent_uploads_on_postgresql(tmp_path: Path, pg_url: str,
+                                                                      readable: bool) -> None:
     settings = ServiceSettings(data_dir=tmp_path / "data", database=pg_url, hostname="api@test")
     with parked_service(settings) as (client, token):
         course = make_course(client, token, rate_limit={"count": 2, "window_s": 3600})
-        statuses = _race(course, 24)
-        assert sorted(statuses) == [202] * 2 + [429] * 22
+        statuses = _race(course, 24, readable)
+        assert sorted(statuses) == [202 if readable else 422] * 2 + [429] * 22
+        audit = client.get("/api/audit", headers=course.staff).json()
+        assert [a["action"] for a in audit if a["action"] in ("read_upload", "refuse_upload")] == \
+            ([] if readable else ["refuse_upload"] * 2)  # every reservation settled
+
+
+def test_an_upload_the_readers_could_not_take_does_not_count(parked: tuple[TestClient, str],
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    course = make_course(*parked, rate_limit={"count": 1, "window_s": 3600})
+
+    async def busy(*_: Any) -> None:
+        raise Busy("the readers are busy", retry_after=5)
+
+    with monkeypatch.context() as m:
+        m.setattr(uploads, "validate_upload", busy)
+        assert course.upload("alice", SUBMISSIONS / "correct_source.py").status_code == 503
+    assert course.upload("alice", SUBMISSIONS / "correct_source.py").status_code == 202
 
 
 # ---- the queue is bounded ---------------------------------------------------------------------------
@@ -761,5 +785,5 @@ def test_over_http_a_body_trickled_a_byte_at_a_time_is_cut_off(served: int) -> N
             for _ in range(8):
                 yield b"token=" + b"x" * 1018
                 time.sleep(0.25)
-        answer = http.post("/signin", content=paced(), headers={"Content-Type": "application/x-www-form-urlencoded"})
-        assert answer.status_code != 408 and answer.status_code < 500, answer.text
+        signin = http.post("/signin", content=paced(), headers={"Content-Type": "application/x-www-form-urlencoded"})
+        assert signin.status_code != 408 and signin.status_code < 500, signin.text
