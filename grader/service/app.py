@@ -23,7 +23,7 @@ from ..results.tables import Staff
 from . import ops, uploads
 from .api import ROUTERS
 from .dispatch import CeleryDispatcher, Dispatcher, LocalPool
-from .limits import BodyLimit, Waiting, token_checker
+from .limits import BodyLimit, Waiting, streams_cap, token_checker
 from .lti.ags import passback_panel
 from .lti.routes import router as lti_router
 from .metrics import registry
@@ -58,7 +58,11 @@ def create_app(settings: ServiceSettings, *, dispatcher: Dispatcher | None = Non
     state = app.state
     state.db, state.settings = db, settings
     state.waiters = Waiters(started_in=lambda sid: db.run(lambda s: ops.started_in(s, sid)))
-    state.waiting = Waiting(settings.streams_per_student, settings.streams_total)
+    total = streams_cap(settings.streams_total)
+    if total < settings.streams_total:
+        announce(f"warning: GRADER_STREAMS_TOTAL {settings.streams_total} lowered to {total}, half the open "
+                 "files this process may hold (raise its limit: LimitNOFILE= in systemd, ulimit -n)")
+    state.waiting = Waiting(settings.streams_per_student, total)
     state.metrics, state.lms_panel = registry(db), passback_panel
     app.add_middleware(BodyLimit, settings=settings, signed_in=token_checker(db))
     for kind, handler in ERRORS.items():

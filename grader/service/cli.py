@@ -27,6 +27,9 @@ def add_service_parsers(subparsers: Any) -> None:
     serve.add_argument("--port", type=cliargs.port, default=8000)
     serve.add_argument("--add-staff", type=cliargs.name, metavar="NAME",
                        help="print a new staff credential for NAME and exit")
+    serve.add_argument("--rotate-staff", type=cliargs.name, metavar="NAME",
+                       help="print a new credential for the existing staff member NAME (their old one and every "
+                            "browser they signed in stop working) and exit")
     _common(serve, broker_required=False)
     serve.add_argument("--workers", type=cliargs.at_least(1, "grading threads"), default=2,
                        help=option_help("workers", default="2"))
@@ -81,8 +84,8 @@ def service_command(args: argparse.Namespace) -> int:
             settings = ServiceSettings.from_env(**common, workers=args.concurrency, hostname=args.hostname)
             return run_worker(settings, pool=args.pool)
         settings = ServiceSettings.from_env(**common, workers=args.workers)
-        if args.add_staff:
-            return _add_staff(settings, args.add_staff)
+        if args.add_staff or args.rotate_staff:
+            return _staff_credential(settings, args.add_staff, args.rotate_staff)
         return _serve(settings, args.host, args.port)
     except GraderError as e:
         print(f"error: {e}", file=sys.stderr)
@@ -110,7 +113,9 @@ def _serve(settings: Any, host: str, port: int) -> int:
     mode = "embedded: API + grading pool on SQLite" if settings.embedded else "API only, jobs to the Celery broker"
     print(f"grader serve: {mode}; data in {settings.data_dir.resolve()}; http://{host}:{port}/docs", flush=True)
     from .httpserver import protocol
+    from .limits import raise_open_files
 
+    raise_open_files()
     app = create_app(settings, announce=lambda line: print(line, flush=True))
     # keep-alive: an idle connection closes 5 s after its last response; one that sends no whole
     # request head within header_timeout_s is closed too (docs/DEPLOY.md: behind a reverse proxy).
@@ -126,13 +131,18 @@ def _serve(settings: Any, host: str, port: int) -> int:
     return EXIT_OK
 
 
-def _add_staff(settings: Any, name: str) -> int:
+def _staff_credential(settings: Any, new: str | None, existing: str | None) -> int:
+    """``--add-staff`` (a new staff member) or ``--rotate-staff`` (an existing one's new credential)."""
     from ..results.database import Database
     from . import ops
 
+    name = new or str(existing)
+    settings.data_dir.mkdir(parents=True, exist_ok=True)  # a first --add-staff, before any start
     db = Database(settings.database_url)
     db.migrate()
-    token = db.run(lambda s: ops.add_staff(s, name))
-    db.dispose()
+    try:
+        token = db.run(lambda s: ops.add_staff(s, name) if new else ops.rotate_staff(s, name))
+    finally:
+        db.dispose()
     print(f"staff sign-in for {name} (shown once, keep it safe): Authorization: Bearer {token}")
     return EXIT_OK

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import resource
 import threading
 from collections.abc import Awaitable, Callable, Iterator, MutableMapping
 from contextlib import contextmanager
@@ -209,6 +210,26 @@ class Waiting:
             yield
         finally:
             give_back()
+
+
+def raise_open_files() -> None:
+    """Raise this process's soft limit on open files to its hard one (a server's sockets, files
+    and database connections all count against it; the common soft default is 1,024)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY:
+        hard = 1 << 20
+    if soft != resource.RLIM_INFINITY and soft < hard:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+        except (ValueError, OSError):  # a container that forbids it: the soft limit stands
+            pass
+
+
+def streams_cap(wanted: int) -> int:
+    """The process's cap on waiting connections: ``wanted``, but at most half the open files this
+    process may hold, so that the database, the uploads and ``/healthz`` always find one."""
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    return wanted if soft == resource.RLIM_INFINITY else max(1, min(wanted, soft // 2))
 
 
 class HeldStream(StreamingResponse):

@@ -92,6 +92,19 @@ def add_staff(session: Session, name: str) -> str:
     return token
 
 
+def rotate_staff(session: Session, name: str) -> str:
+    """A new credential for staff ``name``: the old one, and every browser session of theirs, stop
+    working at once (a leaked or departed staff member's sign-in taken back)."""
+    staff = session.scalars(select(Staff).where(Staff.name == name)).one_or_none()
+    if staff is None:
+        raise NotFound(f"no staff member {name!r}: --add-staff {name} makes one")
+    token = new_token("staff")
+    staff.token_hash = token_hash(token)
+    end_person_sessions(session, "staff", staff.id)
+    audit(session, "grader", "rotate_staff", name)
+    return token
+
+
 def end_person_sessions(session: Session, kind: str, pk: int | None) -> int:
     """Delete every browser session of a staff member or student (``web.sessions``)."""
     if pk is None:

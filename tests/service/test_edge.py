@@ -282,6 +282,31 @@ def test_event_streams_and_long_polls_are_capped_per_student(settings: ServiceSe
                           headers=course.students["alice"]).status_code == 200
 
 
+def test_the_process_caps_its_waiting_connections_below_its_open_file_limit(settings: ServiceSettings) -> None:
+    with parked_service(replace(settings, streams_total=2)) as (client, token):
+        course = make_course(client, token)
+        sid = course.upload("alice", SUBMISSIONS / "correct_source.py").json()["id"]
+        bob = course.upload("bob", SUBMISSIONS / "correct_source.py").json()["id"]
+        with client.stream("GET", f"/api/submissions/{sid}/events", headers=course.students["alice"]) as one, \
+             client.stream("GET", f"/api/submissions/{sid}/events", headers=course.students["alice"]) as two:
+            assert one.status_code == two.status_code == 200
+            full = client.get(f"/api/submissions/{bob}/events", headers=course.students["bob"])  # another person
+            assert full.status_code == 503 and full.headers["retry-after"] == "15"
+            assert "reload the page in a little while" in full.json()["detail"]
+            assert client.get("/healthz").status_code == 200
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (256, hard))
+    try:  # was: 1,000 streams allowed under the common 1,024 open files: /healthz and SQLite starved
+        said: list[str] = []
+        app = create_app(replace(settings, streams_total=1000), announce=said.append)
+        assert app.state.waiting.total == 128
+        assert any("GRADER_STREAMS_TOTAL 1000 lowered to 128" in line for line in said), said
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
 def test_a_long_poll_reads_the_store_only_as_a_slow_fallback(parked: tuple[TestClient, str]) -> None:
     client, token = parked
     course = make_course(client, token)

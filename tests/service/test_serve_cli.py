@@ -218,3 +218,31 @@ def test_sigterm_leaves_a_grading_past_the_grace_for_the_next_start(tmp_path: Pa
             assert view["status"] == "graded", view
     finally:
         stop_pid(again, timeout=120)
+
+
+def test_a_staff_credential_is_rotated_from_the_command_line(tmp_path: Path) -> None:
+    """Was: a staff token could be neither rotated nor revoked (``--add-staff`` refuses a name it has)."""
+    data = tmp_path / "data"
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "grader.cli", "serve", "--data", str(data), *args], cwd=ROOT,
+                              capture_output=True, text=True, timeout=300, env=os.environ | {"GRADER_NO_DAEMON": "1"})
+
+    def bearer(done: subprocess.CompletedProcess[str]) -> dict[str, str]:
+        assert done.returncode == 0 and "staff sign-in for ta" in done.stdout, done.stderr
+        return {"Authorization": f"Bearer {done.stdout.split()[-1]}"}
+
+    old = bearer(cli("--add-staff", "ta"))
+    unknown = cli("--rotate-staff", "nobody")
+    assert unknown.returncode == 2 and "--add-staff nobody makes one" in unknown.stderr, unknown.stderr
+    new = bearer(cli("--rotate-staff", "ta"))
+    port = free_port()
+    proc = serve(data, port, tmp_path / "serve.log")
+    try:
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60) as http:
+            assert http.get("/api/me", headers=old).status_code == 401
+            assert http.get("/api/me", headers=new).status_code == 200
+            audit = http.get("/api/audit", headers=new).json()
+            assert [a["action"] for a in audit if a["target"] == "ta"] == ["rotate_staff", "add_staff"]  # newest first
+    finally:
+        stop_pid(proc)
