@@ -16,7 +16,9 @@ from functools import partial
 from typing import Any
 
 from celery import Celery
+from celery.app.amqp import AMQP
 from celery.signals import worker_process_init, worker_shutdown, worker_shutting_down
+from kombu.connection import Connection
 
 from ..results.database import Database, StoreUnavailable
 from .jobs import Heartbeat, Slots, requeue_grading_of, run_job
@@ -29,8 +31,26 @@ QUEUE = "grader"
 SUBMISSION_ID = re.compile(r"^[0-9a-f]{32}$")
 
 
+RECONNECT_MAX_S = 5.0  # a lost broker is tried again at least this often (kombu's default: 30 s)
+
+
+class PromptConnection(Connection):
+    """A broker connection that, lost, is tried again every 1, 2 ... 5 s, never 30 s apart: after a
+    long outage a worker is back within seconds of its broker (Celery's consumer asks kombu's
+    defaults, whose pauses grow to 30 s)."""
+
+    def ensure_connection(self, errback: Any = None, max_retries: int | None = None, interval_start: float = 1,
+                          interval_step: float = 1, interval_max: float = RECONNECT_MAX_S, **kwargs: Any) -> Any:
+        return super().ensure_connection(errback, max_retries, interval_start, interval_step,  # type: ignore[no-untyped-call]
+                                         min(interval_max, RECONNECT_MAX_S), **kwargs)
+
+
+class _AMQP(AMQP):  # type: ignore[misc]
+    Connection = PromptConnection
+
+
 def make_celery(settings: ServiceSettings) -> Celery:
-    app = Celery("grader", broker=settings.broker, set_as_current=False)
+    app = Celery("grader", broker=settings.broker, set_as_current=False, amqp=_AMQP)
     app.conf.update(
         task_acks_late=True,
         task_reject_on_worker_lost=True,

@@ -10,6 +10,7 @@ import zipfile
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from fastapi.testclient import TestClient
 
@@ -210,3 +211,24 @@ def test_an_upload_the_broker_refused_is_handed_over_at_the_first_sweep_it_answe
             time.sleep(0.05)
         time.sleep(1)  # more sweeps: it was handed over, and is not sent again
         assert broker.sent == [(sid, 1)]
+
+
+def test_a_worker_tries_its_lost_broker_again_every_few_seconds(tmp_path: Path, monkeypatch: Any) -> None:
+    """Was: kombu's pauses between tries grow to 30 s, so after a long Redis outage a worker came
+    back up to 30 s after Redis did. Celery's consumer calls ensure_connection with no intervals."""
+    import kombu.connection
+
+    from grader.service.tasks import RECONNECT_MAX_S, make_celery
+
+    seen: list[tuple[float, float, float]] = []
+
+    def retry_over_time(_fun: Any, _catch: Any, _args: Any, _kwargs: Any, _errback: Any, _max_retries: Any,
+                        start: float, step: float, most: float, *_: Any, **__: Any) -> None:
+        seen.append((start, step, most))
+
+    monkeypatch.setattr(kombu.connection, "retry_over_time", retry_over_time)
+    app = make_celery(ServiceSettings(data_dir=tmp_path, broker="redis://127.0.0.1:9/0"))
+    with app.connection_for_read() as conn:
+        conn.ensure_connection(None, None, callback=None)  # as the worker's consumer asks
+        conn.ensure_connection(None, None, interval_max=30)
+    assert seen == [(1, 1, RECONNECT_MAX_S)] * 2 and RECONNECT_MAX_S <= 5
