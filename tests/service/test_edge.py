@@ -254,6 +254,21 @@ def test_a_full_queue_answers_503_with_retry_after_and_uploads_show_their_place(
         assert again.status_code == 202 and again.json()["created"] is False  # the same file: its id, as before
 
 
+def test_the_queue_is_bounded_in_all_assignments_too(settings: ServiceSettings) -> None:
+    with parked_service(replace(settings, queue_total=2)) as (client, token):
+        course = make_course(client, token)
+        r = client.post("/api/courses/cs249/assignments", json={"slug": "m12", "module": "attention"},
+                        headers=course.staff)
+        assert r.status_code == 201, r.text
+        other = replace(course, base="/api/courses/cs249/assignments/m12")
+        assert course.upload("alice", SUBMISSIONS / "x.py", content=SOURCE + b"# 1\n").status_code == 202
+        assert other.upload("bob", SUBMISSIONS / "x.py", content=SOURCE + b"# 2\n").status_code == 202
+        for where in (course, other):  # each assignment has room; the service has none
+            full = where.upload("alice", SUBMISSIONS / "x.py", content=SOURCE + b"# 3\n")
+            assert full.status_code == 503 and full.headers["retry-after"] == "60", full.text
+            assert "2 uploads waiting already" in full.json()["detail"]
+
+
 # ---- waiting connections ----------------------------------------------------------------------------
 
 
