@@ -347,3 +347,17 @@ def test_a_database_outage_is_recovered_from_within_seconds(redis_server: RedisS
     assert only.worker == "grader@host-a"
     time.sleep(8)  # past worker_lost_s of answering store: a live worker is not taken for dead
     assert "is gone" not in caplog.text
+
+
+def test_a_long_poll_is_woken_across_hosts_by_the_workers_announcement(redis_server: RedisServer, pg_url: str,
+                                                                       api: Any, make_workers: Any,
+                                                                       tmp_path: Path) -> None:
+    """The API's store fallback is off (one read per 600 s): only the worker's ``ended`` over Redis
+    pub/sub can end the wait with the final status, before the long poll's own 60 s."""
+    course, db = api(redis_server.url, pg_url, poll_interval_s=600.0)
+    workers = make_workers(redis_server.url, pg_url, **SHIPPED_WORKER_ENV)
+    workers.start("host-a")
+    sid = course.upload("alice", slow_notebook(tmp_path, 3, "woken")).json()["id"]
+    wait_for(lambda: grading_on(db, sid), 60, "host-a to start grading")
+    view = course.client.get(f"/api/submissions/{sid}", params={"wait": 60}, headers=course.students["alice"]).json()
+    assert view["final"] and view["status"] == "graded", view
