@@ -361,3 +361,20 @@ def test_a_long_poll_is_woken_across_hosts_by_the_workers_announcement(redis_ser
     wait_for(lambda: grading_on(db, sid), 60, "host-a to start grading")
     view = course.client.get(f"/api/submissions/{sid}", params={"wait": 60}, headers=course.students["alice"]).json()
     assert view["final"] and view["status"] == "graded", view
+
+
+def test_the_service_benchmark_still_runs_and_reports_its_ratio_to_batch(redis_server: RedisServer,
+                                                                          postgres_server: PostgresServer) -> None:
+    """Not a measurement (nothing is timed here): bench_service.py starts its own Redis, PostgreSQL,
+    API and workers from the grader's internals, so a change that breaks it fails here, not the
+    next person who measures."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, "benchmarks/bench_service.py", "--count", "4", "--clients", "2",
+                           "--workers", "1", "--docker-count", "0", "--no-paced", "--overhead-samples", "2"],
+                          cwd=root, capture_output=True, text=True, timeout=1800)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    assert "4/4 uploaded, 4 with exactly one result (4 graded), 0 duplicated, 0 without one" in done.stdout
+    assert re.search(r"ratio \d+\.\d\d; API process CPU \d+\.\d ms per upload", done.stdout), done.stdout
