@@ -37,6 +37,8 @@ RUBRIC_BYTES = 8 * 1024 * 1024  # an assignment's JSON with its rubric (rubric_t
 _UPLOADS = re.compile(r"^/(api/courses/[^/]+/assignments/[^/]+/submissions|c/[^/]+/[^/]+/upload)/?$")
 _ROSTERS = re.compile(r"^/(api/courses/[^/]+/roster|staff/courses/[^/]+/roster)/?$")
 _ASSIGNMENTS = re.compile(r"^/api/courses/[^/]+/assignments(/[^/]+)?/?$")
+_SESSION_PAGES = ("/staff/", "/c/")  # web forms that only a signed-in browser may send
+_SESSION_COOKIES = (b"grader_session=", b"__Host-grader_session=")  # web.sessions' cookie, plain and over TLS
 
 
 def body_cap(settings: ServiceSettings, path: str) -> tuple[int, str]:
@@ -58,8 +60,9 @@ class _Cut(Exception):
 
 
 class BodyLimit:
-    """Refuses request bodies over their route's cap (413) before they are read, and API writes
-    without a known token (401) before their body is read."""
+    """Refuses request bodies over their route's cap (413) before they are read, API writes
+    without a known token (401) before their body is read, and signed-in pages' forms sent with
+    no session cookie at all (401, as the page would answer) likewise."""
 
     def __init__(self, app: ASGIApp, settings: ServiceSettings,
                  signed_in: Callable[[Scope, str], Awaitable[bool]] | None = None) -> None:
@@ -90,6 +93,10 @@ class BodyLimit:
             if not known:
                 await answer(send, 401, "unknown or revoked token", {"WWW-Authenticate": "Bearer"})
                 return
+        if has_body and scope["path"].startswith(_SESSION_PAGES) and \
+                not any(name in headers.get(b"cookie", b"") for name in _SESSION_COOKIES):
+            await answer(send, 401, "sign in first")
+            return
         seen, cut, started = 0, False, False
 
         async def counted() -> Message:

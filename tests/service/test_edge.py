@@ -722,6 +722,14 @@ def test_a_chunked_json_body_without_a_token_is_not_read(course: Course) -> None
     assert status == 413 and pulled <= 17  # 1 MiB: the cap of a JSON body
 
 
+@pytest.mark.parametrize("path", ["/staff/courses/cs249/roster", "/c/cs249/m11/upload", "/staff/courses"])
+def test_a_signed_in_pages_form_without_a_session_cookie_is_not_read(course: Course, path: str) -> None:
+    """Was: spooled up to the route's cap (20 MiB for a roster) before the session was checked."""
+    status, pulled = _asgi(course.client, "POST", path, {"content-type": "multipart/form-data; boundary=x",
+                                                         "transfer-encoding": "chunked"}, b" " * 2**16, 100)
+    assert (status, pulled) == (401, 0)
+
+
 @pytest.mark.parametrize("path", ["/api/courses", "/api/courses/cs249/roster", "/signin", "/lti/launch",
                                   "/api/courses/cs249/assignments/m11/submissions", "/c/cs249/m11/upload"])
 def test_a_declared_length_over_the_cap_is_413_before_anything_is_read(course: Course, path: str) -> None:
