@@ -751,7 +751,7 @@ def test_a_staff_upload_for_a_student_still_works(course: Course) -> None:
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[int]:
     port = free_port()
-    env = os.environ | {"GRADER_NO_DAEMON": "1", "GRADER_HEADER_TIMEOUT_S": "1"}
+    env = os.environ | {"GRADER_NO_DAEMON": "1", "GRADER_HEADER_TIMEOUT_S": "2"}
     with (tmp_path / "serve.log").open("wb") as out:
         proc = subprocess.Popen([sys.executable, "-m", "grader.cli", "serve", "--data", str(tmp_path / "data"),
                                  "--port", str(port)], stdout=out, stderr=subprocess.STDOUT, cwd=ROOT, env=env)
@@ -781,7 +781,7 @@ def test_over_http_a_huge_body_is_refused_on_its_length_and_idle_sockets_are_clo
         assert _answer(sock).startswith(b"HTTP/1.1 413 ")
     with socket.create_connection(("127.0.0.1", served)) as sock:  # sends nothing at all
         sock.settimeout(60)
-        assert sock.recv(1) == b""  # closed by the server (after 1 s here)
+        assert sock.recv(1) == b""  # closed by the server (after 2 s here)
     with socket.create_connection(("127.0.0.1", served)) as sock:  # a request head that never ends
         sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
         sock.settimeout(60)
@@ -825,13 +825,13 @@ def test_over_http_a_body_trickled_a_byte_at_a_time_is_cut_off(served: int) -> N
         with socket.create_connection(("127.0.0.1", served)) as sock:
             sock.sendall(b"POST " + path + b" HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded"
                          b"\r\nContent-Length: 1000\r\n\r\na")
-            answer = _answer(sock)  # GRADER_HEADER_TIMEOUT_S is 1 here: under 1,024 bytes in 1 s is too slow
+            answer = _answer(sock)  # GRADER_HEADER_TIMEOUT_S is 2 here: under 2 KiB in 2 s is too slow
             assert answer.startswith(b"HTTP/1.1 408 "), answer
             assert sock.recv(1) == b""
     with httpx.Client(base_url=f"http://127.0.0.1:{served}", timeout=60) as http:
-        def paced() -> Iterator[bytes]:  # 8 KiB over 2 s: slow, but four times the least pace
-            for _ in range(8):
+        def paced() -> Iterator[bytes]:  # 20 KiB over 2 s: slow, but ten times the least pace
+            for _ in range(20):
                 yield b"token=" + b"x" * 1018
-                time.sleep(0.25)
+                time.sleep(0.1)
         signin = http.post("/signin", content=paced(), headers={"Content-Type": "application/x-www-form-urlencoded"})
         assert signin.status_code != 408 and signin.status_code < 500, signin.text
