@@ -14,7 +14,7 @@ import numpy as np
 
 from grader.unit import Cause, CheckOutput, Diagnosis
 
-from ..probes import NO_GRADIENT, causal, padding
+from ..probes import GRAD_OUTPUTS, NO_GRADIENT, PARAMETERS, causal, padding
 from . import model
 
 Inputs = dict[str, Any]
@@ -347,7 +347,8 @@ def mha_grad(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause | Non
     if out is not None and not _like(out, model.mha(i)):
         return Cause("the forward values are already wrong here, so their gradients are too",
                      upstream="mha_values_visible")
-    missing = [name for name, value in got.facts.items() if value == NO_GRADIENT]
+    shown = dict(zip(GRAD_OUTPUTS, PARAMETERS, strict=True))
+    missing = [shown.get(name, name) for name, value in got.facts.items() if value == NO_GRADIENT]
     if not missing:
         return None
     if sorted(missing) == ["k_proj.bias", "k_proj.weight", "q_proj.bias", "q_proj.weight"]:
@@ -355,6 +356,11 @@ def mha_grad(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause | Non
                 "computed outside the graph (scores or softmax on .data, then wrapped in a new Tensor)")
     if missing == ["x"]:
         return "the projections got gradients but x did not: " + CUT.format(what="x")
+    if "x" not in missing and all(name in PARAMETERS for name in missing):
+        return (f"{', '.join(missing)} got no gradient though x did: the output was computed from a copy of "
+                f"{'that tensor' if len(missing) == 1 else 'those tensors'} (a new Tensor of its .data, or "
+                "np.concatenate of .data), not from the parameter itself; use the layer's own Tensors (q_proj(x), "
+                "self.out_proj.weight), so that the gradient reaches them")
     if set(missing) >= {"x", "q_proj.weight", "k_proj.weight", "v_proj.weight"} and "out_proj.weight" not in missing:
         return ("only out_proj got gradients: " + CUT.format(what="the merged heads") +
                 " (a reshape, transpose or attention step on .data?)")

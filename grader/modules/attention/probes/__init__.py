@@ -36,6 +36,10 @@ from grader.harness.probes import (
 Namespace = dict[str, Any]
 NO_GRADIENT = "no gradient: .grad is still None after backward()"
 LAYERS = ("q_proj", "k_proj", "v_proj", "out_proj")
+PARAMETERS = tuple(f"{layer}.{part}" for layer in LAYERS for part in ("weight", "bias"))
+# mha_grad's output names for the parameters' gradients: output names are [A-Za-z0-9_] only
+# (grader/channel.py), so q_proj.weight's gradient is the output q_proj_weight
+GRAD_OUTPUTS = tuple(name.replace(".", "_") for name in PARAMETERS)
 NEWER_MARKS = ("_compute_attention_scores", "_scale_scores", "_apply_mask")
 
 
@@ -421,12 +425,12 @@ def _mha_grad_run(ns: Namespace, i: Inputs) -> Outputs:
     except Exception as e:
         caught(e, "value")
         text = "raised " + exception_name(e)
-        return {"x": text, **{f"{layer}.{p}": text for layer in LAYERS for p in ("weight", "bias")}}
+        return {"x": text, **{output: text for output in GRAD_OUTPUTS}}
     found: Outputs = {"aux_output": forward}
-    names = [f"{n}.{p}" for n in LAYERS for p in ("weight", "bias")]
-    for name, tensor in [("x", x), *zip(names, held, strict=True)]:
-        grad = grad_of(tensor, name)
-        found[name] = grad if grad is not None else NO_GRADIENT
+    for (output, shown), tensor in zip([("x", "x"), *zip(GRAD_OUTPUTS, PARAMETERS, strict=True)], [x, *held],
+                                       strict=True):
+        grad = grad_of(tensor, shown)
+        found[output] = grad if grad is not None else NO_GRADIENT
     return found
 
 

@@ -167,6 +167,24 @@ BUGS: tuple[Bug, ...] = (
         (("    scores = Q.matmul(K.transpose(-2, -1))\n", "    scores = Q.matmul(K.transpose(1, 2))\n"),),
         ("mha_shapes", *MHA_DOWNSTREAM), "(batch, heads, seq, head_dim) inputs",
         "K is transposed on axes 1 and 2: right for 3-D inputs, wrong (seq and heads swapped) for 4-D ones."),
+    Bug("bug_fused_qkv_detached", OLDER,
+        ((QKV, "        # one fused projection for Q, K and V (one matmul instead of three)\n"
+               "        w_qkv = Tensor(np.concatenate([self.q_proj.weight.data, self.k_proj.weight.data,\n"
+               "                                       self.v_proj.weight.data], axis=1))\n"
+               "        b_qkv = Tensor(np.concatenate([self.q_proj.bias.data, self.k_proj.bias.data,\n"
+               "                                       self.v_proj.bias.data]))\n"
+               "        qkv = x.matmul(w_qkv) + b_qkv\n"
+               "        d = self.embed_dim\n"
+               + _qkv("qkv[:, :, 0:d]", "qkv[:, :, d:2 * d]", "qkv[:, :, 2 * d:3 * d]")),),
+        ("mha_grad",), "got no gradient though x did",
+        "Q, K and V come from one fused weight built by np.concatenate of the three weights' .data: the values "
+        "are right, but q_proj, k_proj and v_proj get no gradient (x does)."),
+    Bug("bug_out_weight_detached", OLDER,
+        (("        return self.out_proj.forward(merged)\n",
+          "        return merged.matmul(Tensor(self.out_proj.weight.data)) + self.out_proj.bias\n"),),
+        ("mha_grad",), "out_proj.weight got no gradient though x did",
+        "The output projection multiplies by a new Tensor of out_proj.weight's .data, so that weight alone gets "
+        "no gradient."),
     Bug("bug_pair_swapped", NEWER,
         (("    return weights.matmul(V), weights\n", "    return weights, weights.matmul(V)\n"),),
         ("sdpa_shapes", "sdpa_values", "sdpa_heads", "sdpa_mask", "sdpa_mask_refusal", "sdpa_grad", "mha_shapes",
