@@ -95,7 +95,7 @@ def test_a_trusted_output_the_host_cannot_read_is_an_error_for_the_staff_not_a_s
     assert list(read_check(tmp_path, "c", {"a": (2,), "w.grad": (2,)}).arrays) == ["a"]  # a student's: dropped
     (tmp_path / "c.json").write_text(json.dumps(stamped({"check": "c", "status": "ok", "arrays": ["a", "b"]})))
     save(tmp_path / "c" / "b.npy", np.array([1.0, np.nan]))
-    with pytest.raises(HarnessProtocolError, match="output 'b' cannot be read .*NaN"):
+    with pytest.raises(HarnessProtocolError, match=r"output 'b' cannot be read .*NaN"):
         read_check(tmp_path, "c", None)
 
 

@@ -13,9 +13,9 @@ from grader import modules
 from grader.channel import _NAME
 from grader.plan import plan
 from grader.reference import ReferenceOracle
-from grader.shipped import has_reference
 from grader.rubric import load_rubric
 from grader.settings import reload as reload_settings
+from grader.shipped import has_reference
 
 UNITS = sorted(name for name in modules.installed() if has_reference(name))
 
