@@ -194,6 +194,25 @@ BUGS: tuple[Bug, ...] = (
 )
 
 STYLES: tuple[Style, ...] = (
+    Style("correct_softmax_backward_node", OLDER,
+          (("from tinytorch.core.activations import Softmax\n",
+            "from tinytorch.core.activations import Softmax\nfrom tinytorch.core.autograd import SoftmaxBackward\n"),
+           ("    weights = Softmax()(scores, dim=-1)\n",
+            "    raw = scores.data\n"
+            "    e = np.exp(raw - raw.max(axis=-1, keepdims=True))  # stable softmax, explicit\n"
+            "    weights = Tensor(e / e.sum(axis=-1, keepdims=True), requires_grad=scores.requires_grad)\n"
+            "    if scores.requires_grad:\n"
+            "        weights._grad_fn = SoftmaxBackward(scores, weights, dim=-1)\n")),
+          "Older generation: an explicit stable softmax in numpy, wired to the backward node the older course's "
+          "module 05 gives (tinytorch.core.autograd.SoftmaxBackward)."),
+    Style("correct_view_contiguous", NEWER,
+          (("            mask = mask.reshape(mask.shape[0], 1, mask.shape[1], mask.shape[2])\n",
+            "            mask = mask.view(mask.shape[0], 1, mask.shape[1], mask.shape[2])\n"),
+           ("        return self.out_proj.forward(self._merge_heads(attended, batch_size, seq_len))\n",
+            "        merged = attended.transpose(1, 2).contiguous().view(batch_size, seq_len, self.embed_dim)\n"
+            "        return self.out_proj.forward(merged)\n")),
+          "Newer generation with the newer Tensor's PyTorch-style methods: the mask's head axis added with "
+          "view, and the heads merged inline with transpose(1, 2).contiguous().view(...)."),
     Style("correct_head_loop", OLDER,
           (("        q = self.q_proj.forward(x).reshape(batch, seq, self.num_heads, self.head_dim).transpose(1, 2)\n"
             "        k = self.k_proj.forward(x).reshape(batch, seq, self.num_heads, self.head_dim).transpose(1, 2)\n"

@@ -15,10 +15,11 @@ import pytest
 
 from grader.unittesting import Session, course_checkout, load_rubric, not_passed, tito
 
-from .catalog import BUGS, ENTRIES, FOLDER, Bug, Style, build
+from .catalog import BUGS, ENTRIES, FOLDER, STYLES, Bug, Style, build
+from .catalog import NEWER as NEWER_BASE
 
 CORRECT = sorted(FOLDER.glob("correct_*.ipynb"))
-NEWER = {"correct_newer"}  # defines the newer course's given helpers
+NEWER = {"correct_newer"} | {s.name for s in STYLES if s.base == NEWER_BASE}  # the newer course's given helpers
 OLDER_NOTES = {"sdpa_mask_refusal", "mha_divisible"}  # what the older course never asks for
 MIRROR = Path(os.environ.get("TINYTORCH_GIT", "/work/.mirror/MLSysBook+TinyTorch/repo"))
 

@@ -22,6 +22,11 @@ from typing import Any
 
 import numpy as np
 
+# module 01's constants for memory sizes (the older generation has all three, the newer the first and last)
+BYTES_PER_FLOAT32 = 4
+KB_TO_BYTES = 1024
+MB_TO_BYTES = 1024 * 1024
+
 _grad_tracking = True
 
 
@@ -240,6 +245,25 @@ class Tensor:
     def numpy(self) -> np.ndarray:
         """The underlying array."""
         return self._data
+
+    def numel(self) -> int:
+        """Number of elements, as PyTorch names it (the newer generation)."""
+        return self.size
+
+    def memory_footprint(self) -> int:
+        """Bytes the values take (the newer generation)."""
+        return int(self._data.nbytes)
+
+    def contiguous(self) -> Tensor:
+        """A copy of the values in row-major order; the gradient passes straight through (newer)."""
+        return _Copy.apply(self)
+
+    def view(self, *shape: Any) -> Tensor:
+        """The same as `reshape` (the newer generation's alias, named after PyTorch's)."""
+        return self.reshape(*shape)
+
+    def __str__(self) -> str:
+        return f"Tensor({self._data})"
 
     def item(self) -> float:
         """The single value of a size-1 tensor."""
@@ -515,6 +539,14 @@ class _Max(Function):
         hits = (a == np.max(a, axis=self.axis, keepdims=True)).astype(np.float32)
         hits /= hits.sum(axis=self.axis, keepdims=True)
         return (hits * _expand_reduced(grad, a.shape, self.axis, self.keepdims),)
+
+
+class _Copy(Function):
+    def forward(self, a: np.ndarray) -> np.ndarray:
+        return np.ascontiguousarray(a).copy()
+
+    def backward(self, grad: np.ndarray) -> tuple[np.ndarray]:
+        return (grad,)
 
 
 class _MaskedFill(Function):
