@@ -87,13 +87,27 @@ def _weights_returned(w: np.ndarray, q: np.ndarray, k: np.ndarray) -> str:
     return "the output is right, but the attention_weights returned are not the ones it was computed with"
 
 
+OVERFLOW = ("the softmax overflows on large scores: exp of a score above about 88 is inf in float32, and inf / inf "
+            "is NaN; subtract each row's maximum before exponentiating (softmax(x) = softmax(x - max(x)), as the "
+            "course's Softmax does)")
+
+
 def sdpa_values(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
-    return _swapped(got) or _values_cause(got, i["q"], i["k"], i["v"])
+    right_out, right_w = model.attend(i["q"], i["k"], i["v"])
+    plain_right = _like(got.arrays.get("output"), right_out) and _like(got.arrays.get("weights"), right_w)
+    if _swapped(got) or not plain_right or "large_q" not in i:
+        return _swapped(got) or _values_cause(got, i["q"], i["k"], i["v"])
+    if _nan(got, "weights_large") or _nan(got, "output_large"):
+        return OVERFLOW
+    return _values_cause(got, i["large_q"], i["large_k"], i["large_v"], "_large")
 
 
-def sdpa_mask_refusal(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
+def sdpa_mask_refusal(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause | None:
+    if _nan(got, "large_scores") or _nan(got, "large_output"):
+        return Cause("with scores of 1e10 the weights or the output are NaN: the softmax overflows on large scores",
+                     upstream="sdpa_values", hint=False)
     big = got.arrays.get("large_scores")
-    if big is not None and big.shape == (2,) and np.allclose(big, [0.0, 1.0]):
+    if big is not None and big.shape == (1, 2, 2) and np.allclose(big[0, 0], [0.0, 1.0]):
         return ("a score of 1e10 outweighed the mask: adding -1e9 is not enough for scores this large; fill blocked "
                 "scores with -inf (the given _apply_mask uses masked_fill with MASK_VALUE = -inf)")
     if "none" in (got.facts.get("fractional_mask"), got.facts.get("row_all_blocked")):

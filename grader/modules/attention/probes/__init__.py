@@ -151,15 +151,22 @@ def _shapes_run(ns: Namespace, i: Inputs) -> Outputs:
 
 
 def _values_inputs(rng: np.random.Generator) -> Inputs:
-    return _qkv(rng, (2, 5, 6))
+    # the large case: whole-number Q and K up to 32, so scores reach the thousands (exp overflows
+    # float32 above about 88) and stay exact; its rows' top scores differ by multiples of 1/2
+    large = {f"large_{n}": a * (16.0 if n != "v" else 1.0) for n, a in _qkv(rng, (2, 4, 4)).items()}
+    return {**_qkv(rng, (2, 5, 6)), **large}
 
 
 def _values_describe(i: Inputs) -> str:
-    return f"scaled_dot_product_attention(Q, K, V) on known {i['q'].shape} tensors (batch, seq, d_model), no mask"
+    return (f"scaled_dot_product_attention(Q, K, V) on known {i['q'].shape} tensors (batch, seq, d_model), no mask; "
+            f"then on {i['large_q'].shape} tensors whose scores reach the thousands (a numerically stable softmax)")
 
 
 def _values_run(ns: Namespace, i: Inputs) -> Outputs:
-    return _both(ns, i["q"], i["k"], i["v"], None, "")
+    found = _both(ns, i["q"], i["k"], i["v"], None, "")
+    if "large_q" in i:
+        found.update(_both(ns, i["large_q"], i["large_k"], i["large_v"], None, "_large"))
+    return found
 
 
 def _heads_inputs(rng: np.random.Generator) -> Inputs:
@@ -195,7 +202,8 @@ def _refusal_inputs(rng: np.random.Generator) -> Inputs:
 
 def _refusal_describe(i: Inputs) -> str:
     return ("scaled_dot_product_attention with a mask holding 0.5, with a mask that blocks every key of a query, "
-            "and with scores of 1e10 under a causal mask (Q = [[1e5], [1e5]], K = [[0], [1e5]])")
+            "and with scores of 1e10 under a causal mask (Q = [[1e5], [1e5]], K = [[0], [1e5]], V = [[1], [99]]): "
+            "all its weights and its output")
 
 
 def _refusal_run(ns: Namespace, i: Inputs) -> Outputs:
@@ -208,7 +216,8 @@ def _refusal_run(ns: Namespace, i: Inputs) -> Outputs:
     return {
         "fractional_mask": raised(lambda: _sdpa(ns, ones, ones, ones, np.array([[1.0, 0.5], [1.0, 1.0]]))),
         "row_all_blocked": raised(lambda: _sdpa(ns, ones, ones, ones, np.array([[0.0, 0.0], [1.0, 1.0]]))),
-        "large_scores": weights if not isinstance(weights, np.ndarray) else weights[0, 0].copy(),
+        "large_scores": weights,
+        "large_output": pair["output"],
         "aux_newer": newer_marks(ns),
         "aux_order": pair["aux_order"],
     }

@@ -39,7 +39,34 @@ def _qkv(q: str, k: str, v: str) -> str:
 QKV = _qkv("self.q_proj.forward(x)", "self.k_proj.forward(x)", "self.v_proj.forward(x)")
 
 
+NAIVE_SOFTMAX = (
+    "class NaiveSoftmax(Function):\n"
+    "    def forward(self, a):\n"
+    "        e = np.exp(a)\n"
+    "        self.out = e / np.sum(e, axis=-1, keepdims=True)\n"
+    "        return self.out\n\n"
+    "    def backward(self, grad):\n"
+    "        s = self.out\n"
+    "        return (s * (grad - np.sum(grad * s, axis=-1, keepdims=True)),)\n\n\n"
+    "def scaled_dot_product_attention(")
+
 BUGS: tuple[Bug, ...] = (
+    Bug("bug_naive_softmax_overflow", OLDER,
+        (("from tinytorch.core.activations import Softmax\n",
+          "from tinytorch.core.activations import Softmax\nfrom tinytorch.core.autograd import Function\n"),
+         ("def scaled_dot_product_attention(", NAIVE_SOFTMAX),
+         ("    weights = Softmax()(scores, dim=-1)\n", "    weights = NaiveSoftmax.apply(scores)\n")),
+        ("sdpa_values",), "the softmax overflows on large scores",
+        "A softmax of the student's own (a Function with its backward) that exponentiates the scores without "
+        "subtracting their maximum first: right on small scores, NaN once a score passes about 88."),
+    Bug("bug_naive_softmax_overflow_newer", NEWER,
+        (("from tinytorch.core.activations import Softmax\n",
+          "from tinytorch.core.activations import Softmax\nfrom tinytorch.core.tensor import Function\n"),
+         ("def scaled_dot_product_attention(", NAIVE_SOFTMAX),
+         ("    weights = Softmax()(scores, dim=-1)\n", "    weights = NaiveSoftmax.apply(scores)\n")),
+        ("sdpa_values", "sdpa_mask_refusal"), "the softmax overflows on large scores",
+        "Newer generation: the same softmax without the maximum subtracted; it also turns the contract test's "
+        "scores of 1e10 into NaN."),
     Bug("bug_no_scale", OLDER,
         (("    scores = scores * (1.0 / math.sqrt(d_k))\n", ""),),
         ("sdpa_values", "sdpa_mask", "sdpa_grad", *MHA_DOWNSTREAM), "the scores were not scaled",
