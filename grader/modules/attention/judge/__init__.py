@@ -14,7 +14,7 @@ import numpy as np
 
 from grader.unit import Cause, CheckOutput, Diagnosis
 
-from ..probes import GRAD_OUTPUTS, NO_GRADIENT, PARAMETERS, causal, padding
+from ..probes import EVIDENCE, GRAD_OUTPUTS, NO_GRADIENT, PARAMETERS, alternating, causal, padding
 from . import model
 
 Inputs = dict[str, Any]
@@ -103,16 +103,26 @@ def sdpa_values(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
 
 
 def sdpa_mask_refusal(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause | None:
+    given = " (the given _apply_mask uses masked_fill with MASK_VALUE = -inf)" if _newer(got.facts.get("aux_newer")) else ""
+    if _nan(got, "aux_large_unmasked"):
+        return Cause("with scores of 1e10 the weights are NaN even without a mask: the softmax overflows on large "
+                     "scores", upstream="sdpa_values", hint=False)
+    first = got.arrays.get("aux_large_first")
     if _nan(got, "large_scores") or _nan(got, "large_output"):
-        return Cause("with scores of 1e10 the weights or the output are NaN: the softmax overflows on large scores",
-                     upstream="sdpa_values", hint=False)
+        if first is not None and np.allclose(first, [0.0, 1.0]):
+            return ("the mask was read the wrong way round: with the mask [[1, 0], [1, 1]] the first query attended "
+                    "only to the key its 0 blocks, and the second, whose keys are both allowed, had every key blocked "
+                    "(NaN): block where mask == 0, not where it is 1")
+        return ("with the mask [[1, 0], [1, 1]], which allows a key of every query, the weights are NaN: a blocked "
+                "score must become -inf (or -1e9) without turning an allowed one into NaN (0 * -inf is NaN)")
     big = got.arrays.get("large_scores")
     if big is not None and big.shape == (1, 2, 2) and np.allclose(big[0, 0], [0.0, 1.0]):
         return ("a score of 1e10 outweighed the mask: adding -1e9 is not enough for scores this large; fill blocked "
-                "scores with -inf (the given _apply_mask uses masked_fill with MASK_VALUE = -inf)")
+                "scores with -inf" + given)
     if "none" in (got.facts.get("fractional_mask"), got.facts.get("row_all_blocked")):
-        return ("a mask that is not 0/1, or that blocks every key of a query, was accepted: call the given "
-                "_apply_mask, which refuses both with ValueError")
+        return ("a mask that is not 0/1, or that blocks every key of a query, was accepted: " +
+                ("call the given _apply_mask, which refuses both with ValueError" if given else
+                 "raise ValueError for both, as the newer course's _apply_mask does"))
     return _swapped(got)
 
 
@@ -209,6 +219,13 @@ def sdpa_mask(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
     masks = {"causal": (q, k, v, causal((2,), 5)), "padding": (q, k, v, padding(i["lengths"], 5)),
              "heads": (i["hq"], i["hk"], i["hv"], causal((2, 1), 5))}
     cases = [(f"weights_{tag}", lambda kind, a=a: model.attend(*a, masking=kind)[1]) for tag, a in masks.items()]
+    if not _differing(got, exp, [name for name, _ in cases]) and any(_nan(got, name) for name, _ in cases):
+        # every comparable output is NaN: the alternating mask (allowed and blocked keys in every
+        # row, either way round) tells an inverted mask from a 0 * -inf penalty
+        inverted = model.attend(q, k, v, alternating((2,), 5), masking="inverted")[1]
+        if _like(got.arrays.get("aux_weights_alternating"), inverted):
+            return (MASK_BUGS[1][1] + "; with -inf, a query whose keys are all allowed then has every key blocked, "
+                    "and its weights are NaN")
     found = _swapped(got) or _mask_cause(got, exp, cases)
     if found:
         return found
@@ -295,7 +312,7 @@ def _own_attention(got: CheckOutput, name: str, own_name: str, right: np.ndarray
     raises on (batch, heads, seq, head_dim) inputs. The attention check is named as failing too
     only for the newer generation: the older one does not ask for 4-D inputs, where it passes."""
     out, own, own_fact = got.arrays.get(name), got.arrays.get(own_name), got.facts.get(own_name)
-    newer = bool(got.facts.get("aux_newer"))
+    newer = _newer(got.facts.get("aux_newer"))
     tail, see = ("", upstream) if newer else (OLDER_4D, "")
     if out is None and isinstance(own_fact, str) and own_fact.startswith("raised"):
         return Cause(f"your scaled_dot_product_attention {_raised(own_fact)} on (batch, heads, seq, head_dim) "
@@ -323,7 +340,7 @@ def mha_mask(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause | Non
     batch, seq = i["x"].shape[:2]
     masks = {"causal": causal((batch,), seq), "padding": padding(i["lengths"], seq)}
     if _nan(got, "causal") and _nan(got, "aux_own_causal"):
-        return Cause("your scaled_dot_product_attention gives NaN with a mask, here on every head: " + NAN_MASK,
+        return Cause("your scaled_dot_product_attention gives NaN with a mask, here on every head",
                      upstream="sdpa_mask", hint=False)
     raised = got.facts.get("causal")
     own = got.arrays.get("aux_own_causal")
@@ -350,7 +367,7 @@ def mha_mask(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause | Non
 def mha_shapes(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause | None:
     own = got.facts.get("aux_attention_4d")
     if isinstance(got.facts.get("forward"), str) and isinstance(own, str) and own.startswith("raised"):
-        newer = bool(got.facts.get("aux_newer"))
+        newer = _newer(got.facts.get("aux_newer"))
         return Cause(f"your scaled_dot_product_attention {_raised(own)} on (batch, heads, seq, head_dim) inputs"
                      + ("" if newer else OLDER_4D), upstream="sdpa_heads" if newer else "", hint=False)
     return None
@@ -397,13 +414,21 @@ def mha_config(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
 
 
 def generation(outputs: Mapping[str, CheckOutput]) -> str | None:
-    """'newer' when the submission defines the newer course's given helpers (probes.newer_marks: at
-    least two of _compute_attention_scores, _scale_scores and _apply_mask), 'older' when not, None
-    when unknown."""
+    """'newer' when the submission defines the newer course's given helpers (at least two of
+    _compute_attention_scores, _scale_scores and _apply_mask) and behaves as that given code does
+    (probes.newer_marks), 'older' when it defines none of them, None when unknown or when the
+    evidence is mixed (the names without the behaviour): then only what both generations ask is
+    scored."""
     seen = [got.facts["aux_newer"] for got in outputs.values() if isinstance(got.facts.get("aux_newer"), list)]
     if not seen:
         return None
-    return "newer" if any(seen) else "older"
+    if any(_newer(marks) for marks in seen):
+        return "newer"
+    return None if any(seen) else "older"
+
+
+def _newer(marks: object) -> bool:
+    return isinstance(marks, list) and any(isinstance(m, str) and m.startswith(EVIDENCE) for m in marks)
 
 
 def error_cause(got: CheckOutput, i: Inputs) -> str | None:

@@ -43,17 +43,53 @@ GRAD_OUTPUTS = tuple(name.replace(".", "_") for name in PARAMETERS)
 NEWER_MARKS = ("_compute_attention_scores", "_scale_scores", "_apply_mask")
 
 
+EVIDENCE = "evidence: "
+
+
 def newer_marks(ns: Namespace) -> list[str]:
-    """The newer generation's given helpers that the submission defines, when they are evidence of
-    its API: at least two of the three module-level ones. The newer course gives all five, and a
-    student of the older one may well write a helper called ``_apply_mask`` or methods called
-    ``_split_heads`` and ``_merge_heads``; such a notebook is graded as the older course asked."""
+    """What marks the submission as written for the newer generation (context for the judge's
+    ``generation``): at least two of its three module-level helpers by name, and then, as
+    evidence, what only the newer course's given code does: an ``_apply_mask`` that refuses a mask
+    holding 0.5 with ValueError, or ``_split_heads`` / ``_merge_heads`` methods taking
+    ``(x, batch_size, seq_len)``. Entries of evidence start with ``EVIDENCE``. A student of the
+    older course may well write helpers called ``_scale_scores`` and ``_apply_mask`` (the same
+    names, even the same parameters): names without evidence are mixed evidence, and the judge
+    then scores only what both generations ask."""
     found = [name for name in NEWER_MARKS if callable(ns.get(name))]
     if len(found) < 2:
         return []
     mha = ns.get("MultiHeadAttention")
-    found += [f"MultiHeadAttention.{m}" for m in ("_split_heads", "_merge_heads") if callable(getattr(mha, m, None))]
+    methods = [getattr(mha, m, None) for m in ("_split_heads", "_merge_heads")]
+    found += [f"MultiHeadAttention.{m.__name__}" for m in methods if callable(m)]
+    if callable(ns.get("_apply_mask")) and _refuses_half_mask(ns["_apply_mask"]):
+        found.append(EVIDENCE + "_apply_mask refuses a mask holding 0.5 with ValueError")
+    if all(callable(m) and _positional(m) == 4 for m in methods):
+        found.append(EVIDENCE + "_split_heads and _merge_heads take (x, batch_size, seq_len)")
     return found
+
+
+def _refuses_half_mask(apply_mask: Callable[..., Any]) -> bool:
+    """The newer course's given _apply_mask raises ValueError for mask entries other than 0 and 1
+    (no exception is recorded: this is context, not a check)."""
+    try:
+        apply_mask(_t(np.zeros((1, 2, 2))), _t(np.array([[[1.0, 0.5], [1.0, 1.0]]])))
+    except ValueError:
+        return True
+    except Exception:  # student code: any other failure is no evidence
+        return False
+    return False
+
+
+def _positional(method: Callable[..., Any]) -> int:
+    """How many positional parameters a function takes (self included), -1 when unknown."""
+    import inspect
+
+    try:
+        params = inspect.signature(method).parameters.values()
+    except (TypeError, ValueError):
+        return -1
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return sum(1 for p in params if p.kind in kinds)
 
 
 def _t(a: np.ndarray, grad: bool = False) -> Any:
@@ -193,7 +229,17 @@ def _mask_run(ns: Namespace, i: Inputs) -> Outputs:
     return {**_both(ns, q, k, v, causal((2,), 5), "_causal"),
             **_both(ns, q, k, v, padding(i["lengths"], 5), "_padding"),
             **_both(ns, i["hq"], i["hk"], i["hv"], causal((2, 1), 5), "_heads"),
-            "aux_weights_unmasked": _both(ns, q, k, v, None, "")["weights"]}
+            "aux_weights_unmasked": _both(ns, q, k, v, None, "")["weights"],
+            # context: a mask whose every query has allowed and blocked keys, read either way round,
+            # so that a mask read the wrong way round gives finite numbers here
+            "aux_weights_alternating": _both(ns, q, k, v, alternating((2,), 5), "")["weights"]}
+
+
+def alternating(batch_shape: tuple[int, ...], seq: int) -> np.ndarray:
+    """Key k open to query q of entry b when q + k + b is even: every row has both 0s and 1s."""
+    grid = np.add.outer(np.arange(seq), np.arange(seq))
+    entries = np.arange(int(np.prod(batch_shape))).reshape(*batch_shape, 1, 1)
+    return ((grid + entries) % 2 == 0).astype(float)
 
 
 def _refusal_inputs(rng: np.random.Generator) -> Inputs:
@@ -213,11 +259,17 @@ def _refusal_run(ns: Namespace, i: Inputs) -> Outputs:
     big_v = np.array([[[1.0], [99.0]]])
     pair = _both(ns, big_q, big_k, big_v, np.array([[1.0, 0.0], [1.0, 1.0]]), "")
     weights = pair["weights"]
+    unmasked = _both(ns, big_q, big_k, big_v, None, "")["weights"]
     return {
         "fractional_mask": raised(lambda: _sdpa(ns, ones, ones, ones, np.array([[1.0, 0.5], [1.0, 1.0]]))),
         "row_all_blocked": raised(lambda: _sdpa(ns, ones, ones, ones, np.array([[0.0, 0.0], [1.0, 1.0]]))),
         "large_scores": weights,
         "large_output": pair["output"],
+        # context: the same scores without a mask (NaN there is an overflowing softmax), and the
+        # first query's weights alone (finite even when the second query's are NaN)
+        "aux_large_unmasked": unmasked,
+        "aux_large_first": weights[0, 0].copy() if isinstance(weights, np.ndarray) and weights.shape == (1, 2, 2)
+        else "not (1, 2, 2) weights",
         "aux_newer": newer_marks(ns),
         "aux_order": pair["aux_order"],
     }

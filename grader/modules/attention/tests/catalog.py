@@ -141,6 +141,12 @@ BUGS: tuple[Bug, ...] = (
         (("        penalty = (1.0 - mask.data) * MASK_VALUE\n", "        penalty = mask.data * MASK_VALUE\n"),),
         ("sdpa_mask", "sdpa_grad", "mha_mask"), "read the wrong way round",
         "The -1e9 penalty goes where the mask is 1 (allowed) instead of where it is 0."),
+    Bug("bug_mask_inverted_fill", NEWER,
+        (("        scores = _apply_mask(scores, mask)\n",
+          "        scores = scores.masked_fill(mask.data == 1, MASK_VALUE)\n"),),
+        ("sdpa_mask", "sdpa_mask_refusal", "sdpa_grad", "mha_mask"), "read the wrong way round",
+        "Newer generation: the attention masks inline with masked_fill where mask == 1 (instead of 0), with -inf: "
+        "a query whose keys are all allowed has them all blocked, and its weights are NaN."),
     Bug("bug_mask_after_softmax", OLDER,
         (("        scores = scores + Tensor(penalty)\n    weights = Softmax()(scores, dim=-1)\n",
           "    weights = Softmax()(scores, dim=-1)\n    if mask is not None:\n        weights = weights * mask\n"),),
@@ -221,6 +227,24 @@ BUGS: tuple[Bug, ...] = (
 )
 
 STYLES: tuple[Style, ...] = (
+    Style("correct_own_scale_and_mask", OLDER,
+          (("    d_k = Q.shape[-1]\n    scores = Q.matmul(K.transpose(-2, -1))\n"
+            "    scores = scores * (1.0 / math.sqrt(d_k))\n"
+            "    if mask is not None:\n        penalty = (1.0 - mask.data) * MASK_VALUE\n"
+            "        scores = scores + Tensor(penalty)\n",
+            "    scores = _scale_scores(Q.matmul(K.transpose(-2, -1)), Q.shape[-1])\n"
+            "    scores = _apply_mask(scores, mask)\n"),
+           ("def scaled_dot_product_attention(",
+            "def _scale_scores(scores: Tensor, d_k: int) -> Tensor:\n"
+            "    return scores * (1.0 / math.sqrt(d_k))\n\n\n"
+            "def _apply_mask(scores: Tensor, mask: Optional[Tensor]) -> Tensor:\n"
+            "    if mask is None:\n"
+            "        return scores\n"
+            "    return scores + Tensor((1.0 - mask.data) * MASK_VALUE)\n\n\n"
+            "def scaled_dot_product_attention(")),
+          "Older generation with two helpers of the student's own that share the newer course's names and "
+          "parameters, _scale_scores(scores, d_k) and _apply_mask(scores, mask) (additive -1e9, no refusals): names "
+          "without the newer given code's behaviour, so only what both generations ask is scored."),
     Style("correct_softmax_backward_node", OLDER,
           (("from tinytorch.core.activations import Softmax\n",
             "from tinytorch.core.activations import Softmax\nfrom tinytorch.core.autograd import SoftmaxBackward\n"),
