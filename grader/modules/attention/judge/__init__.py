@@ -408,6 +408,17 @@ def mha_config(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
         return "parameters() lists the same tensor twice: are two projections one shared Linear?"
     if count == 4:
         return "parameters() has 4 tensors: each Linear has a weight and a bias, so extend with layer.parameters()"
+    left_out = got.facts.get("aux_left_out")
+    if isinstance(left_out, list) and left_out:
+        return (f"parameters() leaves out {', '.join(map(str, left_out))}: it must list the weight and the bias of "
+                "all four Linear layers, q_proj, k_proj, v_proj and out_proj")
+    if isinstance(count, int) and count != 8:
+        return (f"parameters() has {count} tensors, not the 8 weights and biases of q_proj, k_proj, v_proj and "
+                "out_proj")
+    if (got.facts.get("shapes_any_order") == exp.facts.get("shapes_any_order")
+            and got.facts.get("shapes") != exp.facts.get("shapes")):
+        return ("parameters() lists the right 8 tensors in another order: the newer course's parameters() EXAMPLE "
+                "puts each layer's weight, then its bias, layer by layer: q_proj, k_proj, v_proj, out_proj")
     if got.facts.get("trainable") is False:
         return "parameters() holds something other than trainable Tensors: return the Linear layers' parameters()"
     return None

@@ -325,12 +325,19 @@ def _config_run(ns: Namespace, i: Inputs) -> Outputs:
     mha = ns["MultiHeadAttention"](i["dim"], i["heads"])
     params = parameters_of(mha, "MultiHeadAttention")
     tensors = [p for p in params if isinstance(p, tensor_class())]
+    shapes = [str(tuple(int(n) for n in np.shape(getattr(p, "data", p)))) for p in params]
+    held = {id(p) for p in params}
     return {
         "embed_dim": _int_attr(mha, "embed_dim"),
         "num_heads": _int_attr(mha, "num_heads"),
         "head_dim": _int_attr(mha, "head_dim"),
         "count": len(params),
-        "shapes": [str(tuple(int(n) for n in np.shape(getattr(p, "data", p)))) for p in params],
+        "shapes_any_order": sorted(shapes),
+        "shapes": shapes,  # in order: only the newer course fixes it (its parameters() EXAMPLE)
+        # context: the layers' tensors that parameters() leaves out
+        "aux_left_out": [name for name in PARAMETERS
+                         if isinstance(t := getattr(getattr(mha, name.split(".")[0], None), name.split(".")[1], None),
+                                       tensor_class()) and id(t) not in held],
         "trainable": len(tensors) == len(params) and all(getattr(p, "requires_grad", False) is True for p in params),
         "distinct": len({id(p) for p in params}),
     }

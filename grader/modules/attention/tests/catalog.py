@@ -147,6 +147,19 @@ BUGS: tuple[Bug, ...] = (
         ("sdpa_mask", "sdpa_mask_refusal", "sdpa_grad", "mha_mask"), "read the wrong way round",
         "Newer generation: the attention masks inline with masked_fill where mask == 1 (instead of 0), with -inf: "
         "a query whose keys are all allowed has them all blocked, and its weights are NaN."),
+    Bug("bug_params_no_out_proj", OLDER,
+        (("        for layer in (self.q_proj, self.k_proj, self.v_proj, self.out_proj):\n",
+          "        for layer in (self.q_proj, self.k_proj, self.v_proj):\n"),),
+        ("mha_config",), "parameters() leaves out out_proj.weight, out_proj.bias",
+        "parameters() forgets out_proj: 6 tensors instead of 8."),
+    Bug("bug_params_weights_then_biases", NEWER,
+        (("        return [p for layer in (self.q_proj, self.k_proj, self.v_proj, self.out_proj) for p in "
+          "layer.parameters()]\n",
+          "        layers = (self.q_proj, self.k_proj, self.v_proj, self.out_proj)\n"
+          "        return [layer.weight for layer in layers] + [layer.bias for layer in layers]\n"),),
+        ("mha_config",), "in another order",
+        "Newer generation: parameters() lists the four weights, then the four biases, not each layer's weight and "
+        "bias in turn as its EXAMPLE shows."),
     Bug("bug_mask_after_softmax", OLDER,
         (("        scores = scores + Tensor(penalty)\n    weights = Softmax()(scores, dim=-1)\n",
           "    weights = Softmax()(scores, dim=-1)\n    if mask is not None:\n        weights = weights * mask\n"),),
@@ -227,6 +240,13 @@ BUGS: tuple[Bug, ...] = (
 )
 
 STYLES: tuple[Style, ...] = (
+    Style("correct_weights_then_biases", OLDER,
+          (("        params = []\n        for layer in (self.q_proj, self.k_proj, self.v_proj, self.out_proj):\n"
+            "            params.extend(layer.parameters())\n        return params\n",
+            "        layers = (self.q_proj, self.k_proj, self.v_proj, self.out_proj)\n"
+            "        return [layer.weight for layer in layers] + [layer.bias for layer in layers]\n"),),
+          "Older generation: parameters() lists the four weights, then the four biases (the older course asks only "
+          "for the four layers' parameters in one list, 8 of them; only the newer one fixes their order)."),
     Style("correct_own_scale_and_mask", OLDER,
           (("    d_k = Q.shape[-1]\n    scores = Q.matmul(K.transpose(-2, -1))\n"
             "    scores = scores * (1.0 / math.sqrt(d_k))\n"
