@@ -116,7 +116,7 @@ def test_view_is_reshape_and_contiguous_a_copy_the_gradient_flows_through() -> N
 
 
 @pytest.mark.parametrize(("values", "count"), [(5.0, 1), ([1.0, 2.0, 3.0], 3), (np.zeros((2, 3, 4)), 24)])
-def test_numel_ndim_and_memory_footprint(values: object, count: int) -> None:
+def test_numel_ndim_and_memory_footprint(values: float | list[float] | np.ndarray, count: int) -> None:
     t = Tensor(values)
     assert t.numel() == t.size == count and t.memory_footprint() == 4 * count and t.ndim == np.ndim(values)
 

@@ -63,10 +63,27 @@ def _score_bugs(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray | 
     return found
 
 
+def _always_causal(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    return model.attend(q, k, v, causal(q.shape[:-2], q.shape[-2])) if q.shape[-2] == k.shape[-2] else None
+
+
+def _kqt(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    return model.attend(q, k, v, kqt=True)
+
+
+UNMASKED_BUGS: list[tuple[str, Callable[[np.ndarray, np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray] | None]]] = [
+    ("a causal mask was applied though none was given: mask only when a mask is passed (if mask is not None)",
+     _always_causal),
+    ("the scores are K @ Q^T, the transpose of Q @ K^T: weights[i, j] must be query i against key j, "
+     "Q.matmul(K.transpose(-2, -1))", _kqt),
+]
+
+
 def _values_cause(got: CheckOutput, q: np.ndarray, k: np.ndarray, v: np.ndarray, tag: str = "") -> str | None:
     w, out = got.arrays.get(f"weights{tag}"), got.arrays.get(f"output{tag}")
     right_out, right_w = model.attend(q, k, v)
-    for text, (bug_out, bug_w) in _score_bugs(q, k, v):
+    bugs = [(text, pair) for text, make in UNMASKED_BUGS if (pair := make(q, k, v)) is not None]
+    for text, (bug_out, bug_w) in [*_score_bugs(q, k, v), *bugs]:
         if _like(w, bug_w) or (w is None and _like(out, bug_out)):
             return text
     if _like(w, right_w) and out is not None and out.shape == right_out.shape:
@@ -148,8 +165,11 @@ def sdpa_shapes(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
     b, s, d = i["q"].shape
     if got.facts.get("output_3d") == [b, s, s] and got.facts.get("weights_3d") == [b, s, d]:
         return "the pair is returned the wrong way round: return (output, attention_weights)"
-    if got.facts.get("weights_cross") == [1, 3, 2]:
-        return "the weights are (batch, keys, queries): compute Q @ K^T (K.transpose(-2, -1)), not K @ Q^T"
+    if got.facts.get("weights_cross") == [1, 3, 2] or (
+            isinstance(got.facts.get("output_cross"), str)
+            and _like(got.arrays.get("aux_output"), model.attend(i["q"], i["k"], i["v"], kqt=True)[0])):
+        return ("the weights are (batch, keys, queries): compute Q @ K^T (K.transpose(-2, -1)), not K @ Q^T (with "
+                "2 queries and 3 keys, weights @ V then fails)")
     if got.facts.get("output_3d") == [b, s, d] and isinstance(got.facts.get("output_4d"), str):
         return (f"3-D inputs work, but (batch, heads, seq, head_dim) inputs {got.facts['output_4d']}: work on the last "
                 "two axes only (K.transpose(-2, -1), not K.transpose(1, 2) or a fixed permutation)")
@@ -166,8 +186,9 @@ def sdpa_shapes(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
 
 
 MASK_BUGS = [
-    ("ignored", "the mask was ignored: the weights are those of no mask at all; pass it on and block the scores "
-                "where it is 0"),
+    ("ignored", "the mask had no effect: the weights are those of no mask at all; pass it on and block the scores "
+                "where it is 0 with a huge negative value (-1e9 or -inf: a penalty as small as -1e-9 changes "
+                "nothing)"),
     ("inverted", "the mask was read the wrong way round: 1 allows a key and 0 blocks it (block where mask == 0)"),
     ("multiply", "the scores were multiplied by the mask, which makes a blocked score 0 instead of a huge negative "
                  "value: blocked keys still get weight; set them to -1e9 (or -inf) instead"),
@@ -236,7 +257,18 @@ def sdpa_mask(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
         for text, (_, bug_w) in _score_bugs(qq, kk, vv, m):
             if _like(got.arrays.get(f"weights_{tag}"), bug_w):
                 return text
+    always = [model.attend(qq, kk, vv, m * causal(m.shape[:-2], m.shape[-1]))[1] for qq, kk, vv, m in masks.values()]
+    kqt = [model.attend(qq, kk, vv, m, kqt=True)[1] for qq, kk, vv, m in masks.values()]
+    wrong = _differing(got, exp, [f"weights_{tag}" for tag in masks])  # an unasked case holds the reference's
+    for text, wants in ((ALWAYS_CAUSAL, always), (UNMASKED_BUGS[1][0], kqt)):
+        if wrong and all(_like(got.arrays.get(f"weights_{tag}"), w) for tag, w in zip(masks, wants, strict=True)
+                         if f"weights_{tag}" in wrong):
+            return text
     return None
+
+
+ALWAYS_CAUSAL = ("a causal mask is applied on top of the mask passed (and without one too): apply only the mask given, "
+                 "and none when mask is None")
 
 
 def sdpa_grad(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause | None:
@@ -263,7 +295,14 @@ def sdpa_grad(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause | No
     if masked_missing:
         return ("with a mask, " + ", ".join(masked_missing) + " got no gradient: the masked scores were rebuilt from "
                 ".data; add a constant Tensor or use masked_fill, which keep the graph")
+    if _differing(got, exp, [f"{n}_grad{tag}" for n in "qkv" for tag in ("", "_causal")]):
+        return BACKWARD_RULE
     return None
+
+
+BACKWARD_RULE = ("the forward values are right, so a backward rule is wrong: a backward() or apply() of your own "
+                 "(the softmax's is s * (g - sum(g * s, axis=-1, keepdims=True)), not g * s * (1 - s)), or a custom "
+                 "gradient wired by hand")
 
 
 # ---- MultiHeadAttention ----------------------------------------------------------------------
@@ -271,7 +310,7 @@ def sdpa_grad(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause | No
 
 def _mha_bugs(i: Inputs, mask: np.ndarray | None = None) -> list[tuple[str, np.ndarray]]:
     h, d = i["heads"], i["dim"]
-    return [
+    found = [
         ("the output projection was skipped: the merged heads go through out_proj", model.mha(i, mask, out_proj=False)),
         ("the heads were split with a reshape alone: (batch, seq, embed_dim) -> (batch, seq, heads, head_dim), then "
          "transpose(1, 2) to (batch, heads, seq, head_dim)", model.mha(i, mask, split="reshape_only",
@@ -294,7 +333,21 @@ def _mha_bugs(i: Inputs, mask: np.ndarray | None = None) -> list[tuple[str, np.n
          model.mha(i, mask, sources=("q_proj",) * 3)),
         ("Q, K and V come from one shared Linear (the grader's weights for the last of them are the only ones "
          "there): q_proj, k_proj and v_proj are three separate Linear layers", model.mha(i, mask, sources=("v_proj",) * 3)),
+        ("V was projected with k_proj: V comes from v_proj(x)", model.mha(i, mask, sources=("q_proj", "k_proj", "k_proj"))),
+        ("K and V were swapped: K comes from k_proj(x) and V from v_proj(x)",
+         model.mha(i, mask, sources=("q_proj", "v_proj", "k_proj"))),
+        ("the heads were split with a reshape alone, straight to (batch, heads, seq, head_dim) (the merge is "
+         "right): reshape to (batch, seq, heads, head_dim), then transpose(1, 2)",
+         model.mha(i, mask, split="reshape_only")),
+        ("the output projection leaves out its bias: call out_proj(merged), which adds it",
+         model.mha(i, mask, out_bias=False)),
     ]
+    if mask is None:  # a mask can no longer broadcast over scores (heads, seq, batch, batch)
+        found.append(("the heads were split with transpose(0, 2), which swaps the batch and head axes, so each head "
+                      "attends across the batch entries instead of along the sequence: use transpose(1, 2), on "
+                      "(batch, seq, heads, head_dim), and transpose(1, 2) back to merge",
+                      model.mha(i, None, split="batch_axis", merge="batch_axis")))
+    return found
 
 
 OLDER_4D = (" (the older course lets each head be attended separately, but then every call must get 3-D "
@@ -324,6 +377,8 @@ def _own_attention(got: CheckOutput, name: str, own_name: str, right: np.ndarray
 
 
 def mha_values(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause | None:
+    if _returns_pair(got):
+        return Cause(RETURNS_PAIR, upstream="mha_shapes", hint=False)
     out = got.arrays.get("output")
     upstream = _own_attention(got, "output", "aux_own_attention", model.mha(i), "sdpa_heads")
     if upstream:
@@ -337,8 +392,18 @@ def mha_values(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause | N
 
 
 def mha_mask(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause | None:
+    if _returns_pair(got):
+        return Cause(RETURNS_PAIR, upstream="mha_shapes", hint=False)
     batch, seq = i["x"].shape[:2]
     masks = {"causal": causal((batch,), seq), "padding": padding(i["lengths"], seq)}
+    unmasked = got.arrays.get("aux_unmasked")
+    if unmasked is not None and not _like(unmasked, model.mha(i)):
+        return Cause("MultiHeadAttention is already wrong without a mask", upstream="mha_values_visible", hint=False)
+    forward = [got.arrays.get(f"aux_forward_{tag}") for tag in masks]
+    if all(_like(f, model.mha(i, m)) for f, m in zip(forward, masks.values(), strict=True)) and not all(
+            _like(got.arrays.get(tag), model.mha(i, m)) for tag, m in masks.items()):
+        return ("forward(x, mask) masks right, but the call mha(x, mask) does not: __call__ must pass the mask on, "
+                "return self.forward(x, mask)")
     if _nan(got, "causal") and _nan(got, "aux_own_causal"):
         return Cause("your scaled_dot_product_attention gives NaN with a mask, here on every head",
                      upstream="sdpa_mask", hint=False)
@@ -364,7 +429,17 @@ def mha_mask(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause | Non
     return None
 
 
+RETURNS_PAIR = ("MultiHeadAttention returns a pair (the output and the attention weights?): forward(x, mask) returns "
+                "the output Tensor alone, (batch, seq, embed_dim)")
+
+
+def _returns_pair(got: CheckOutput) -> bool:
+    return any(isinstance(v, str) and (" is a tuple " in v or " is a list " in v) for v in got.facts.values())
+
+
 def mha_shapes(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause | None:
+    if _returns_pair(got):
+        return RETURNS_PAIR
     own = got.facts.get("aux_attention_4d")
     if isinstance(got.facts.get("forward"), str) and isinstance(own, str) and own.startswith("raised"):
         newer = _newer(got.facts.get("aux_newer"))
@@ -374,6 +449,8 @@ def mha_shapes(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause | N
 
 
 def mha_grad(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause | None:
+    if got.facts.get("aux_returned") in ("tuple", "list"):
+        return Cause(RETURNS_PAIR, upstream="mha_shapes", hint=False)
     out = got.arrays.get("aux_output")
     if out is not None and not _like(out, model.mha(i)):
         return Cause("the forward values are already wrong here, so their gradients are too",
@@ -381,6 +458,8 @@ def mha_grad(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause | Non
     shown = dict(zip(GRAD_OUTPUTS, PARAMETERS, strict=True))
     missing = [shown.get(name, name) for name, value in got.facts.items() if value == NO_GRADIENT]
     if not missing:
+        if out is not None and _differing(got, exp, ["x", *GRAD_OUTPUTS]):
+            return BACKWARD_RULE
         return None
     if sorted(missing) == ["k_proj.bias", "k_proj.weight", "q_proj.bias", "q_proj.weight"]:
         return ("q_proj and k_proj got no gradient while v_proj and out_proj did: the attention weights were "

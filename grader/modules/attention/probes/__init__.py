@@ -239,7 +239,8 @@ def alternating(batch_shape: tuple[int, ...], seq: int) -> np.ndarray:
     """Key k open to query q of entry b when q + k + b is even: every row has both 0s and 1s."""
     grid = np.add.outer(np.arange(seq), np.arange(seq))
     entries = np.arange(int(np.prod(batch_shape))).reshape(*batch_shape, 1, 1)
-    return ((grid + entries) % 2 == 0).astype(float)
+    mask: np.ndarray = ((grid + entries) % 2 == 0).astype(float)
+    return mask
 
 
 def _refusal_inputs(rng: np.random.Generator) -> Inputs:
@@ -474,6 +475,12 @@ def _mha_mask_run(ns: Namespace, i: Inputs) -> Outputs:
     batch, seq = x.shape[:2]
     return {"causal": attempt(lambda: mha(_t(x), _t(causal((batch,), seq))), "mha(x, causal mask)"),
             "padding": attempt(lambda: mha(_t(x), _t(padding(i["lengths"], seq))), "mha(x, padding mask)"),
+            # context: the same without a mask, and through forward rather than __call__
+            "aux_unmasked": attempt(lambda: mha(_t(x)), "mha(x)"),
+            "aux_forward_causal": attempt(lambda: mha.forward(_t(x), _t(causal((batch,), seq))),
+                                          "forward(x, causal mask)"),
+            "aux_forward_padding": attempt(lambda: mha.forward(_t(x), _t(padding(i["lengths"], seq))),
+                                           "forward(x, padding mask)"),
             "aux_own_causal": own_attention(ns, i, causal((batch,), seq)), "aux_newer": newer_marks(ns)}
 
 
@@ -488,6 +495,9 @@ def _mha_grad_run(ns: Namespace, i: Inputs) -> Outputs:
     x = _t(i["x"], grad=True)
     try:
         out = mha(x)
+        if isinstance(out, (tuple, list)):
+            text = f"mha(x) returned a {type(out).__name__}, not a Tensor"
+            return {"x": text, **{output: text for output in GRAD_OUTPUTS}, "aux_returned": type(out).__name__}
         forward = attempt(lambda: out, "mha(x)")
         out.backward(i["upstream"].astype(np.float32))
     except Exception as e:

@@ -135,7 +135,7 @@ BUGS: tuple[Bug, ...] = (
     Bug("bug_mha_mask_dropped", OLDER,
         (("        attended, _ = scaled_dot_product_attention(q, k, v, mask)\n",
           "        attended, _ = scaled_dot_product_attention(q, k, v)\n"),),
-        ("mha_mask",), "the mask was ignored",
+        ("mha_mask",), "the mask had no effect",
         "MultiHeadAttention reshapes the mask but never passes it to the attention function."),
     Bug("bug_mask_inverted", OLDER,
         (("        penalty = (1.0 - mask.data) * MASK_VALUE\n", "        penalty = mask.data * MASK_VALUE\n"),),
@@ -160,6 +160,72 @@ BUGS: tuple[Bug, ...] = (
         ("mha_config",), "in another order",
         "Newer generation: parameters() lists the four weights, then the four biases, not each layer's weight and "
         "bias in turn as its EXAMPLE shows."),
+    Bug("bug_mask_tiny_penalty", OLDER,
+        (("        penalty = (1.0 - mask.data) * MASK_VALUE\n", "        penalty = (1.0 - mask.data) * -1e-9\n"),),
+        ("sdpa_mask", "sdpa_grad", "mha_mask"), "a penalty as small as -1e-9 changes nothing",
+        "A typo: the penalty is -1e-9 instead of -1e9, too small to change a float32 score."),
+    Bug("bug_call_drops_mask", OLDER,
+        (("        return self.forward(x, mask)\n", "        return self.forward(x)\n"),),
+        ("mha_mask",), "__call__ must pass the mask on",
+        "__call__ calls forward without the mask; forward itself masks right."),
+    Bug("bug_transpose_batch_axis", OLDER,
+        ((QKV, QKV.replace(".transpose(1, 2)", ".transpose(0, 2)")),
+         ("        merged = attended.transpose(1, 2).reshape(batch, seq, self.embed_dim)\n",
+          "        merged = attended.transpose(0, 2).reshape(batch, seq, self.embed_dim)\n")),
+        ("mha_values_visible", "mha_shapes", "mha_values", "mha_mask", "mha_grad"), "with transpose(0, 2)",
+        "The heads are split and merged with transpose(0, 2), which swaps the batch and head axes: each head attends "
+        "across the batch (and the mask no longer broadcasts)."),
+    Bug("bug_split_reshape_only", OLDER,
+        ((QKV, "".join(f"        {n} = self.{n}_proj.forward(x).reshape(batch, self.num_heads, seq, self.head_dim)\n"
+                       for n in "qkv")),),
+        MHA_DOWNSTREAM, "straight to (batch, heads, seq, head_dim) (the merge is right)",
+        "The heads are split by a reshape straight to (batch, heads, seq, head_dim), without the transpose; the merge "
+        "is right."),
+    Bug("bug_v_from_k_proj", OLDER,
+        ((QKV, _qkv("self.q_proj.forward(x)", "self.k_proj.forward(x)", "self.k_proj.forward(x)")),),
+        MHA_DOWNSTREAM, "V was projected with k_proj",
+        "A copy-paste slip: V is projected with k_proj."),
+    Bug("bug_k_v_swapped", OLDER,
+        ((QKV, _qkv("self.q_proj.forward(x)", "self.v_proj.forward(x)", "self.k_proj.forward(x)")),),
+        MHA_DOWNSTREAM, "K and V were swapped",
+        "K comes from v_proj and V from k_proj."),
+    Bug("bug_out_proj_no_bias", OLDER,
+        (("        return self.out_proj.forward(merged)\n", "        return merged.matmul(self.out_proj.weight)\n"),),
+        MHA_DOWNSTREAM, "the output projection leaves out its bias",
+        "The output projection multiplies by out_proj's weight alone, without its bias."),
+    Bug("bug_kqt", OLDER,
+        (("    scores = Q.matmul(K.transpose(-2, -1))\n", "    scores = K.matmul(Q.transpose(-2, -1))\n"),),
+        ("sdpa_shapes", "sdpa_values", "sdpa_mask", "sdpa_grad", *MHA_DOWNSTREAM), "not K @ Q^T",
+        "The scores are K Q^T instead of Q K^T."),
+    Bug("bug_always_causal", OLDER,
+        (("    if mask is not None:\n        penalty = (1.0 - mask.data) * MASK_VALUE\n"
+          "        scores = scores + Tensor(penalty)\n",
+          "    allowed = np.tril(np.ones((Q.shape[-2], K.shape[-2])))\n"
+          "    if mask is not None:\n        allowed = allowed * mask.data\n"
+          "    scores = scores + Tensor((1.0 - allowed) * MASK_VALUE)\n"),),
+        ("sdpa_values", "sdpa_mask", "sdpa_grad", *MHA_DOWNSTREAM), "a causal mask was applied though none was given",
+        "A causal mask is always applied, on top of the mask given and without one."),
+    Bug("bug_softmax_backward_diagonal", OLDER,
+        (("from tinytorch.core.activations import Softmax\n",
+          "from tinytorch.core.activations import Softmax\nfrom tinytorch.core.autograd import Function\n"),
+         ("def scaled_dot_product_attention(",
+          "class RowSoftmax(Function):\n"
+          "    def forward(self, a):\n"
+          "        e = np.exp(a - np.max(a, axis=-1, keepdims=True))\n"
+          "        self.out = e / np.sum(e, axis=-1, keepdims=True)\n"
+          "        return self.out\n\n"
+          "    def backward(self, grad):\n"
+          "        return (grad * self.out * (1 - self.out),)\n\n\n"
+          "def scaled_dot_product_attention("),
+         ("    weights = Softmax()(scores, dim=-1)\n", "    weights = RowSoftmax.apply(scores)\n")),
+        ("sdpa_grad", "mha_grad"), "a backward rule is wrong",
+        "A softmax of the student's own whose backward keeps only the diagonal of the Jacobian, grad * s * (1 - s)."),
+    Bug("bug_mha_returns_pair", OLDER,
+        (("        attended, _ = scaled_dot_product_attention(q, k, v, mask)\n",
+          "        attended, weights = scaled_dot_product_attention(q, k, v, mask)\n"),
+         ("        return self.out_proj.forward(merged)\n", "        return self.out_proj.forward(merged), weights\n")),
+        ("mha_shapes", *MHA_DOWNSTREAM), "MultiHeadAttention returns a pair",
+        "MultiHeadAttention.forward returns (output, attention_weights) instead of the output alone."),
     Bug("bug_mask_after_softmax", OLDER,
         (("        scores = scores + Tensor(penalty)\n    weights = Softmax()(scores, dim=-1)\n",
           "    weights = Softmax()(scores, dim=-1)\n    if mask is not None:\n        weights = weights * mask\n"),),
