@@ -79,10 +79,22 @@ UNMASKED_BUGS: list[tuple[str, Callable[[np.ndarray, np.ndarray, np.ndarray], tu
 ]
 
 
+SCALED_OUTPUT = ("the 1/sqrt(d_k) scale was applied to the output instead of the scores: scale Q @ K^T before the "
+                 "softmax, which then sees the scaled scores")
+
+
+def _scaled_output(w: np.ndarray | None, out: np.ndarray | None, q: np.ndarray, k: np.ndarray, v: np.ndarray,
+                   mask: np.ndarray | None = None) -> bool:
+    raw_out, raw_w = model.attend(q, k, v, mask, scale=1.0)
+    return _like(w, raw_w) and _like(out, raw_out / math.sqrt(q.shape[-1]))
+
+
 def _values_cause(got: CheckOutput, q: np.ndarray, k: np.ndarray, v: np.ndarray, tag: str = "") -> str | None:
     w, out = got.arrays.get(f"weights{tag}"), got.arrays.get(f"output{tag}")
     right_out, right_w = model.attend(q, k, v)
     bugs = [(text, pair) for text, make in UNMASKED_BUGS if (pair := make(q, k, v)) is not None]
+    if _scaled_output(w, out, q, k, v):
+        return SCALED_OUTPUT
     for text, (bug_out, bug_w) in [*_score_bugs(q, k, v), *bugs]:
         if _like(w, bug_w) or (w is None and _like(out, bug_out)):
             return text
@@ -254,6 +266,8 @@ def sdpa_mask(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
         return ("the outputs are right, but the attention_weights returned are not the ones they were computed "
                 "with (the scores before the softmax?): return the softmax's output")
     for tag, (qq, kk, vv, m) in masks.items():
+        if _scaled_output(got.arrays.get(f"weights_{tag}"), got.arrays.get(f"output_{tag}"), qq, kk, vv, m):
+            return SCALED_OUTPUT
         for text, (_, bug_w) in _score_bugs(qq, kk, vv, m):
             if _like(got.arrays.get(f"weights_{tag}"), bug_w):
                 return text
