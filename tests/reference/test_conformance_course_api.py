@@ -8,7 +8,9 @@ a module-11 or module-12 student may call (both generations), beyond what the tw
   `BYTES_PER_FLOAT32`, `KB_TO_BYTES`, `MB_TO_BYTES` and `__str__`;
 - newer generation (harvard-edge/cs249r_book `tinytorch/src/01_tensor/01_tensor.py`): `numel()`
   (the size), `contiguous()` (a copy through which the gradient flows), `view(*shape)` ("Alias for
-  reshape"), `memory_footprint()` (bytes), `ndim`.
+  reshape"), `memory_footprint()` (bytes), `ndim`, and the operation classes its module 01 exports
+  (`Add`, `Sub`, `Mul`, `Div`, `MatMul`, `Slice`, `Reshape`, `Permute`, `Copy`, `MaskedFill`, `Sum`,
+  `Mean`, `Max`) with the parameters its Tensor methods pass them.
 
 The values are ours, worked out by hand from the rules the course states.
 """
@@ -124,3 +126,22 @@ def test_numel_ndim_and_memory_footprint(values: float | list[float] | np.ndarra
 def test_module_01_constants_and_str() -> None:
     assert (tensor_module.BYTES_PER_FLOAT32, tensor_module.KB_TO_BYTES, tensor_module.MB_TO_BYTES) == (4, 1024, 2**20)
     assert str(Tensor([1.0, 2.0])) == "Tensor([1. 2.])"
+
+
+def test_the_newer_module_01_operation_classes() -> None:
+    """Newer generation: `from tinytorch.core.tensor import MaskedFill, Permute, ...`, applied with
+    the parameters its Tensor methods pass (key, shape, axes, mask and value, axis and keepdims)."""
+    x = _leaf(np.arange(6.0).reshape(2, 3))
+    ops = tensor_module
+    assert ops.Add.apply(x, Tensor(1.0)).data.tolist() == [[1, 2, 3], [4, 5, 6]]
+    assert ops.MatMul.apply(x, Tensor(np.ones((3, 1)))).data.tolist() == [[3], [12]]
+    assert ops.Slice.apply(x, key=(0, slice(1, 3))).data.tolist() == [1, 2]
+    assert ops.Reshape.apply(x, shape=(3, 2)).shape == (3, 2)
+    assert ops.Permute.apply(x, axes=(1, 0)).shape == (3, 2)
+    assert ops.Copy.apply(x).data.tolist() == x.data.tolist()
+    assert ops.Sum.apply(x).data == 15 and ops.Max.apply(x, axis=1, keepdims=True).data.tolist() == [[2], [5]]
+    assert ops.Mean.apply(x, axis=0).data.tolist() == [1.5, 2.5, 3.5]
+    filled = ops.MaskedFill.apply(x, mask=np.array([True, False, False]), value=-1.0)
+    assert filled.data.tolist() == [[-1, 1, 2], [-1, 4, 5]]
+    filled.sum().backward()
+    assert x.grad is not None and x.grad.tolist() == [[0, 1, 1], [0, 1, 1]]

@@ -555,3 +555,22 @@ class _MaskedFill(Function):
 
     def backward(self, grad: np.ndarray) -> tuple[np.ndarray]:
         return (np.where(self.where, np.float32(0.0), grad),)
+
+
+class MaskedFill(_MaskedFill):
+    """The newer generation's operation class: parameters `mask` (bool array, broadcast) and `value`."""
+
+    def forward(self, a: np.ndarray) -> np.ndarray:
+        self.where = np.broadcast_to(np.asarray(self.mask, dtype=bool), a.shape)
+        return super().forward(a)
+
+
+for _reduction in (_Sum, _Mean, _Max):  # the newer classes' defaults, for a bare Sum.apply(x)
+    _reduction.axis = None  # type: ignore[attr-defined]
+    _reduction.keepdims = False  # type: ignore[attr-defined]
+
+# The newer generation's module 01 exports its operations under these names, with these parameters
+# (Slice: key; Reshape: shape; Permute: axes; Sum, Mean, Max: axis, keepdims).
+Add, Sub, Mul, Div, MatMul = _Add, _Sub, _Mul, _Div, _MatMul
+Slice, Reshape, Permute, Copy = _GetItem, _Reshape, _Transpose, _Copy
+Sum, Mean, Max = _Sum, _Mean, _Max
