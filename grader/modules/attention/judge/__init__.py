@@ -437,7 +437,7 @@ def mha_mask(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause | Non
     if found:
         return found.replace("pass it on", "pass it on to the attention function (as (batch, 1, seq, seq))")
     bugs = {tag: dict(_mha_bugs(i, m)) for tag, m in masks.items()}
-    for text, _ in _mha_bugs(i):
+    for text in bugs["causal"]:  # the hypotheses that still apply with a mask
         if all(_like(got.arrays.get(tag), bugs[tag][text]) for tag in masks):
             return Cause(f"the mask is applied, but {text}", upstream="mha_values_visible", hint=False)
     return None
