@@ -350,11 +350,10 @@ STYLES: tuple[Style, ...] = (
     Style("correct_view_contiguous", NEWER,
           (("            mask = mask.reshape(mask.shape[0], 1, mask.shape[1], mask.shape[2])\n",
             "            mask = mask.view(mask.shape[0], 1, mask.shape[1], mask.shape[2])\n"),
-           ("        return self.out_proj.forward(self._merge_heads(attended, batch_size, seq_len))\n",
-            "        merged = attended.transpose(1, 2).contiguous().view(batch_size, seq_len, self.embed_dim)\n"
-            "        return self.out_proj.forward(merged)\n")),
+           ("        return x.transpose(1, 2).reshape(batch_size, seq_len, self.embed_dim)\n",
+            "        return x.transpose(1, 2).contiguous().view(batch_size, seq_len, self.embed_dim)\n")),
           "Newer generation with the newer Tensor's PyTorch-style methods: the mask's head axis added with "
-          "view, and the heads merged inline with transpose(1, 2).contiguous().view(...)."),
+          "view, and the heads merged with transpose(1, 2).contiguous().view(...)."),
     Style("correct_head_loop", OLDER,
           (("        q = self.q_proj.forward(x).reshape(batch, seq, self.num_heads, self.head_dim).transpose(1, 2)\n"
             "        k = self.k_proj.forward(x).reshape(batch, seq, self.num_heads, self.head_dim).transpose(1, 2)\n"
