@@ -2,7 +2,10 @@
 
 Only ``out/*.json`` (size-capped, pydantic-validated) and ``out/<check>/<name>.npy`` (parsed by
 hand: exact ndarray, numeric dtype, the expected shape, finite) are ever read. Stdout, stderr,
-exit status and any other file are ignored for scoring. Anything malformed counts as missing.
+exit status and any other file are ignored for scoring. Anything malformed counts as missing, except
+in a trusted reference run: an output the host cannot read there is a fault of the unit (an output
+name outside ``[A-Za-z0-9_]{1,64}``, say), raised as ``HarnessProtocolError`` for the staff, never a
+comparison silently dropped.
 Every string read is made safe to store and print (``models.shown``): the student's process
 chooses them.
 """
@@ -21,6 +24,7 @@ from typing import IO, Annotated, Any, Literal, TypeVar
 import numpy as np
 from pydantic import Field, StrictBool, StrictFloat, StrictInt, StrictStr, ValidationError, field_validator
 
+from .errors import HarnessProtocolError
 from .harness.records import IMPORT, SCHEMA, check_file, status_file
 from .models import Record, map_strings, shown
 
@@ -158,13 +162,24 @@ def read_check(outputs: Outputs | Path, check_id: str,
         return CheckOutput(outcome=record.status, error=record.error, duration_ms=record.duration_ms)
     arrays: dict[str, np.ndarray] = {}
     rejected: dict[str, str] = {}
-    wanted = expected_shapes if expected_shapes is not None else {n: None for n in record.arrays}
+    trusted = expected_shapes is None
+    wanted = {n: None for n in record.arrays} if expected_shapes is None else expected_shapes
     for name, shape in wanted.items():
-        if name not in record.arrays or not _NAME.match(name):
+        if name not in record.arrays:
+            continue
+        if not _NAME.match(name):
+            if trusted:
+                raise HarnessProtocolError(
+                    f"check {check_id!r}: the reference run's output {name!r} is not a valid output name (letters, "
+                    "digits and _, at most 64 characters), so no student's output could be compared with it: "
+                    "rename it in the unit's probes")
             continue
         try:
             arrays[name] = read_npy(files.get(f"{check_id}/{name}.npy"), shape)
         except ValueError as e:
+            if trusted:
+                raise HarnessProtocolError(f"check {check_id!r}: the reference run's output {name!r} cannot be "
+                                           f"read ({e}): fix the unit's probes or reference") from None
             rejected[name] = str(e)
     return CheckOutput(outcome="ok", facts=record.facts, arrays=arrays, rejected=rejected,
                        duration_ms=record.duration_ms)

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from grader.channel import read_check, read_import, read_npy
+from grader.errors import HarnessProtocolError
 from grader.harness.records import SCHEMA, stamped
 
 
@@ -81,6 +82,21 @@ def test_only_arrays_the_reference_produced_are_read(tmp_path: Path) -> None:
     save(tmp_path / "c" / "extra.npy", np.ones(2))
     out = read_check(tmp_path, "c", {"a": (2,)})
     assert list(out.arrays) == ["a"]
+
+
+def test_a_trusted_output_the_host_cannot_read_is_an_error_for_the_staff_not_a_silent_drop(tmp_path: Path) -> None:
+    """An output name outside [A-Za-z0-9_]{1,64} (``q_proj.weight``, say) was once dropped from the
+    reference's outputs without a word, so the student's matching output was never compared."""
+    (tmp_path / "c.json").write_text(json.dumps(stamped({"check": "c", "status": "ok", "arrays": ["a", "w.grad"]})))
+    save(tmp_path / "c" / "a.npy", np.ones(2))
+    save(tmp_path / "c" / "w.grad.npy", np.ones(2))
+    with pytest.raises(HarnessProtocolError, match=r"check 'c': the reference run's output 'w\.grad' is not a valid"):
+        read_check(tmp_path, "c", None)
+    assert list(read_check(tmp_path, "c", {"a": (2,), "w.grad": (2,)}).arrays) == ["a"]  # a student's: dropped
+    (tmp_path / "c.json").write_text(json.dumps(stamped({"check": "c", "status": "ok", "arrays": ["a", "b"]})))
+    save(tmp_path / "c" / "b.npy", np.array([1.0, np.nan]))
+    with pytest.raises(HarnessProtocolError, match=r"output 'b' cannot be read .*NaN"):
+        read_check(tmp_path, "c", None)
 
 
 def test_facts_must_be_plain_json_scalars(tmp_path: Path) -> None:

@@ -34,16 +34,16 @@ def test_there_is_a_shared_runtime_and_every_installed_unit_runs_on_it() -> None
         assert runtime.require(unit).name == unit.runtime
 
 
-@pytest.mark.parametrize(("need", "fits"), [("1.0", True), ("1.1", True), ("1.2", False), ("2.0", False),
+@pytest.mark.parametrize(("need", "fits"), [("1.0", True), ("1.1", True), ("1.2", True), ("1.3", False), ("2.0", False),
                                             ("0.9", False)])
 def test_a_unit_runs_on_its_major_at_its_minor_or_later(need: str, fits: bool) -> None:
     have = runtime.declared("tinytorch")
-    assert have.version == (1, 1)  # the cases above are written for 1.1; move them with a bump
+    assert have.version == (1, 2)  # the cases above are written for 1.2; move them with a bump
     unit = dataclasses.replace(modules.get("embeddings"), runtime_version=need)
     if fits:
         assert runtime.require(unit) == have
     else:
-        with pytest.raises(ModuleUnitError, match=rf"written for course runtime tinytorch {need}.*has tinytorch 1\.1"):
+        with pytest.raises(ModuleUnitError, match=rf"written for course runtime tinytorch {need}.*has tinytorch 1\.2"):
             runtime.require(unit)
 
 
@@ -66,6 +66,6 @@ def test_a_unit_on_a_runtime_version_this_install_lacks_is_refused_with_the_fix(
                                  text=True, env=env, timeout=120)
     message = " ".join(run.stderr.split())
     assert run.returncode == 2, run.stdout + run.stderr
-    assert "written for course runtime tinytorch 1.9" in message and "has tinytorch 1.1" in message
+    assert "written for course runtime tinytorch 1.9" in message and "has tinytorch 1.2" in message
     assert "Traceback" not in run.stderr
     assert listing.returncode == 0 and "unusable here" in listing.stdout, listing.stdout + listing.stderr

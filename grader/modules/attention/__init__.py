@@ -11,5 +11,5 @@ from grader.unit import ModuleUnit
 
 # Its golden and bug notebooks (examples/) and reviewed equivalent mutants (mutants/) are staff
 # only (ModuleUnit.staff_only): the student package leaves them out and no sandbox sees them.
-UNIT = ModuleUnit(name="attention", package=__name__, number=12, runtime="tinytorch", runtime_version="1.1",
+UNIT = ModuleUnit(name="attention", package=__name__, number=12, runtime="tinytorch", runtime_version="1.2",
                   examples="examples", equivalents="mutants/equivalent.toml")

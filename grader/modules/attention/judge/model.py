@@ -23,12 +23,14 @@ def softmax(s: np.ndarray, axis: int = -1) -> np.ndarray:
 
 
 def attend(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray | None = None, *,
-           scale: float | None = None, axis: int = -1, masking: str = "fill") -> tuple[np.ndarray, np.ndarray]:
+           scale: float | None = None, axis: int = -1, masking: str = "fill",
+           kqt: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """(output, weights). ``masking``: "fill" (the course), "ignored", "inverted" (0 allows),
     "multiply" (scores * mask: blocked scores become 0, not -inf), "after" (softmax, then * mask),
     "boost" (+1e9 where the mask is 0, in float32 as a student's Tensor adds it), "first" (every
-    batch entry filled by the first one's mask)."""
-    s = q @ np.swapaxes(k, -1, -2) * (1.0 / math.sqrt(q.shape[-1]) if scale is None else scale)
+    batch entry filled by the first one's mask). ``kqt``: scores K Q^T instead of Q K^T."""
+    raw = k @ np.swapaxes(q, -1, -2) if kqt else q @ np.swapaxes(k, -1, -2)
+    s = raw * (1.0 / math.sqrt(q.shape[-1]) if scale is None else scale)
     if mask is not None:
         m = np.broadcast_to(mask[:1] if masking == "first" else mask, s.shape)
         if masking in ("fill", "first"):
@@ -51,6 +53,8 @@ def _split(a: np.ndarray, heads: int, how: str) -> np.ndarray:
         return a.reshape(b, heads, s, d // heads)
     if how == "interleaved":  # head h takes columns h, h + H, ...: reshape (b, s, hd, h)
         return a.reshape(b, s, d // heads, heads).transpose(0, 3, 1, 2)
+    if how == "batch_axis":  # transpose(0, 2): (h, s, b, hd), attending across the batch
+        return a.reshape(b, s, heads, d // heads).transpose(2, 1, 0, 3)
     return a.reshape(b, s, heads, d // heads).transpose(0, 2, 1, 3)
 
 
@@ -60,17 +64,24 @@ def _merge(a: np.ndarray, how: str) -> np.ndarray:
         return a.reshape(b, s, h * hd)
     if how == "interleaved":
         return a.transpose(0, 2, 3, 1).reshape(b, s, h * hd)
+    if how == "batch_axis":  # a is (h, s, b, hd): transpose(0, 2) back
+        return a.transpose(2, 1, 0, 3).reshape(a.shape[2], a.shape[1], a.shape[0] * a.shape[3])
     return a.transpose(0, 2, 1, 3).reshape(b, s, h * hd)
 
 
 def mha(i: Inputs, mask: np.ndarray | None = None, *, split: str = "course", merge: str = "course",
         scale: float | None = None, out_proj: bool = True, heads: int | None = None, masking: str = "fill",
-        upstream: np.ndarray | None = None, bias: bool = True, sources: tuple[str, ...] = LAYERS[:3]) -> np.ndarray:
+        upstream: np.ndarray | None = None, bias: bool = True, sources: tuple[str, ...] = LAYERS[:3],
+        out_bias: bool = True) -> np.ndarray:
     """MultiHeadAttention on the probe's known weights, with the named variations (``bias``: the
-    Q, K and V projections add their biases; ``sources``: the projections Q, K and V come from)."""
+    Q, K and V projections add their biases; ``sources``: the projections Q, K and V come from;
+    ``out_bias``: out_proj adds its bias)."""
     x, h = i["x"], heads or i["heads"]
     q, k, v = (_split(x @ i[f"{n}.weight"] + (i[f"{n}.bias"] if bias else 0.0), h, split) for n in sources)
-    m = None if mask is None else mask[:, None]
+    m = None if mask is None else (mask[:, None] if split != "batch_axis" else None)
     out, _ = attend(q, k, v, m, scale=scale, masking=masking)
     merged = _merge(out, merge)
-    return merged @ i["out_proj.weight"] + i["out_proj.bias"] if out_proj else merged
+    if not out_proj:
+        return merged
+    projected: np.ndarray = merged @ i["out_proj.weight"] + (i["out_proj.bias"] if out_bias else 0.0)
+    return projected

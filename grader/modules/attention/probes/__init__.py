@@ -36,20 +36,60 @@ from grader.harness.probes import (
 Namespace = dict[str, Any]
 NO_GRADIENT = "no gradient: .grad is still None after backward()"
 LAYERS = ("q_proj", "k_proj", "v_proj", "out_proj")
+PARAMETERS = tuple(f"{layer}.{part}" for layer in LAYERS for part in ("weight", "bias"))
+# mha_grad's output names for the parameters' gradients: output names are [A-Za-z0-9_] only
+# (grader/channel.py), so q_proj.weight's gradient is the output q_proj_weight
+GRAD_OUTPUTS = tuple(name.replace(".", "_") for name in PARAMETERS)
 NEWER_MARKS = ("_compute_attention_scores", "_scale_scores", "_apply_mask")
 
 
+EVIDENCE = "evidence: "
+
+
 def newer_marks(ns: Namespace) -> list[str]:
-    """The newer generation's given helpers that the submission defines, when they are evidence of
-    its API: at least two of the three module-level ones. The newer course gives all five, and a
-    student of the older one may well write a helper called ``_apply_mask`` or methods called
-    ``_split_heads`` and ``_merge_heads``; such a notebook is graded as the older course asked."""
+    """What marks the submission as written for the newer generation (context for the judge's
+    ``generation``): at least two of its three module-level helpers by name, and then, as
+    evidence, what only the newer course's given code does: an ``_apply_mask`` that refuses a mask
+    holding 0.5 with ValueError, or ``_split_heads`` / ``_merge_heads`` methods taking
+    ``(x, batch_size, seq_len)``. Entries of evidence start with ``EVIDENCE``. A student of the
+    older course may well write helpers called ``_scale_scores`` and ``_apply_mask`` (the same
+    names, even the same parameters): names without evidence are mixed evidence, and the judge
+    then scores only what both generations ask."""
     found = [name for name in NEWER_MARKS if callable(ns.get(name))]
     if len(found) < 2:
         return []
     mha = ns.get("MultiHeadAttention")
-    found += [f"MultiHeadAttention.{m}" for m in ("_split_heads", "_merge_heads") if callable(getattr(mha, m, None))]
+    methods = [getattr(mha, m, None) for m in ("_split_heads", "_merge_heads")]
+    found += [f"MultiHeadAttention.{m.__name__}" for m in methods if callable(m)]
+    if callable(ns.get("_apply_mask")) and _refuses_half_mask(ns["_apply_mask"]):
+        found.append(EVIDENCE + "_apply_mask refuses a mask holding 0.5 with ValueError")
+    if all(callable(m) and _positional(m) == 4 for m in methods):
+        found.append(EVIDENCE + "_split_heads and _merge_heads take (x, batch_size, seq_len)")
     return found
+
+
+def _refuses_half_mask(apply_mask: Callable[..., Any]) -> bool:
+    """The newer course's given _apply_mask raises ValueError for mask entries other than 0 and 1
+    (no exception is recorded: this is context, not a check)."""
+    try:
+        apply_mask(_t(np.zeros((1, 2, 2))), _t(np.array([[[1.0, 0.5], [1.0, 1.0]]])))
+    except ValueError:
+        return True
+    except Exception:  # student code: any other failure is no evidence
+        return False
+    return False
+
+
+def _positional(method: Callable[..., Any]) -> int:
+    """How many positional parameters a function takes (self included), -1 when unknown."""
+    import inspect
+
+    try:
+        params = inspect.signature(method).parameters.values()
+    except (TypeError, ValueError):
+        return -1
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return sum(1 for p in params if p.kind in kinds)
 
 
 def _t(a: np.ndarray, grad: bool = False) -> Any:
@@ -147,15 +187,22 @@ def _shapes_run(ns: Namespace, i: Inputs) -> Outputs:
 
 
 def _values_inputs(rng: np.random.Generator) -> Inputs:
-    return _qkv(rng, (2, 5, 6))
+    # the large case: whole-number Q and K up to 32, so scores reach the thousands (exp overflows
+    # float32 above about 88) and stay exact; its rows' top scores differ by multiples of 1/2
+    large = {f"large_{n}": a * (16.0 if n != "v" else 1.0) for n, a in _qkv(rng, (2, 4, 4)).items()}
+    return {**_qkv(rng, (2, 5, 6)), **large}
 
 
 def _values_describe(i: Inputs) -> str:
-    return f"scaled_dot_product_attention(Q, K, V) on known {i['q'].shape} tensors (batch, seq, d_model), no mask"
+    return (f"scaled_dot_product_attention(Q, K, V) on known {i['q'].shape} tensors (batch, seq, d_model), no mask; "
+            f"then on {i['large_q'].shape} tensors whose scores reach the thousands (a numerically stable softmax)")
 
 
 def _values_run(ns: Namespace, i: Inputs) -> Outputs:
-    return _both(ns, i["q"], i["k"], i["v"], None, "")
+    found = _both(ns, i["q"], i["k"], i["v"], None, "")
+    if "large_q" in i:
+        found.update(_both(ns, i["large_q"], i["large_k"], i["large_v"], None, "_large"))
+    return found
 
 
 def _heads_inputs(rng: np.random.Generator) -> Inputs:
@@ -182,7 +229,18 @@ def _mask_run(ns: Namespace, i: Inputs) -> Outputs:
     return {**_both(ns, q, k, v, causal((2,), 5), "_causal"),
             **_both(ns, q, k, v, padding(i["lengths"], 5), "_padding"),
             **_both(ns, i["hq"], i["hk"], i["hv"], causal((2, 1), 5), "_heads"),
-            "aux_weights_unmasked": _both(ns, q, k, v, None, "")["weights"]}
+            "aux_weights_unmasked": _both(ns, q, k, v, None, "")["weights"],
+            # context: a mask whose every query has allowed and blocked keys, read either way round,
+            # so that a mask read the wrong way round gives finite numbers here
+            "aux_weights_alternating": _both(ns, q, k, v, alternating((2,), 5), "")["weights"]}
+
+
+def alternating(batch_shape: tuple[int, ...], seq: int) -> np.ndarray:
+    """Key k open to query q of entry b when q + k + b is even: every row has both 0s and 1s."""
+    grid = np.add.outer(np.arange(seq), np.arange(seq))
+    entries = np.arange(int(np.prod(batch_shape))).reshape(*batch_shape, 1, 1)
+    mask: np.ndarray = ((grid + entries) % 2 == 0).astype(float)
+    return mask
 
 
 def _refusal_inputs(rng: np.random.Generator) -> Inputs:
@@ -191,7 +249,8 @@ def _refusal_inputs(rng: np.random.Generator) -> Inputs:
 
 def _refusal_describe(i: Inputs) -> str:
     return ("scaled_dot_product_attention with a mask holding 0.5, with a mask that blocks every key of a query, "
-            "and with scores of 1e10 under a causal mask (Q = [[1e5], [1e5]], K = [[0], [1e5]])")
+            "and with scores of 1e10 under a causal mask (Q = [[1e5], [1e5]], K = [[0], [1e5]], V = [[1], [99]]): "
+            "all its weights and its output")
 
 
 def _refusal_run(ns: Namespace, i: Inputs) -> Outputs:
@@ -201,10 +260,17 @@ def _refusal_run(ns: Namespace, i: Inputs) -> Outputs:
     big_v = np.array([[[1.0], [99.0]]])
     pair = _both(ns, big_q, big_k, big_v, np.array([[1.0, 0.0], [1.0, 1.0]]), "")
     weights = pair["weights"]
+    unmasked = _both(ns, big_q, big_k, big_v, None, "")["weights"]
     return {
         "fractional_mask": raised(lambda: _sdpa(ns, ones, ones, ones, np.array([[1.0, 0.5], [1.0, 1.0]]))),
         "row_all_blocked": raised(lambda: _sdpa(ns, ones, ones, ones, np.array([[0.0, 0.0], [1.0, 1.0]]))),
-        "large_scores": weights if not isinstance(weights, np.ndarray) else weights[0, 0].copy(),
+        "large_scores": weights,
+        "large_output": pair["output"],
+        # context: the same scores without a mask (NaN there is an overflowing softmax), and the
+        # first query's weights alone (finite even when the second query's are NaN)
+        "aux_large_unmasked": unmasked,
+        "aux_large_first": weights[0, 0].copy() if isinstance(weights, np.ndarray) and weights.shape == (1, 2, 2)
+        else "not (1, 2, 2) weights",
         "aux_newer": newer_marks(ns),
         "aux_order": pair["aux_order"],
     }
@@ -260,12 +326,19 @@ def _config_run(ns: Namespace, i: Inputs) -> Outputs:
     mha = ns["MultiHeadAttention"](i["dim"], i["heads"])
     params = parameters_of(mha, "MultiHeadAttention")
     tensors = [p for p in params if isinstance(p, tensor_class())]
+    shapes = [str(tuple(int(n) for n in np.shape(getattr(p, "data", p)))) for p in params]
+    held = {id(p) for p in params}
     return {
         "embed_dim": _int_attr(mha, "embed_dim"),
         "num_heads": _int_attr(mha, "num_heads"),
         "head_dim": _int_attr(mha, "head_dim"),
         "count": len(params),
-        "shapes": [str(tuple(int(n) for n in np.shape(getattr(p, "data", p)))) for p in params],
+        "shapes_any_order": sorted(shapes),
+        "shapes": shapes,  # in order: only the newer course fixes it (its parameters() EXAMPLE)
+        # context: the layers' tensors that parameters() leaves out
+        "aux_left_out": [name for name in PARAMETERS
+                         if isinstance(t := getattr(getattr(mha, name.split(".")[0], None), name.split(".")[1], None),
+                                       tensor_class()) and id(t) not in held],
         "trainable": len(tensors) == len(params) and all(getattr(p, "requires_grad", False) is True for p in params),
         "distinct": len({id(p) for p in params}),
     }
@@ -402,6 +475,12 @@ def _mha_mask_run(ns: Namespace, i: Inputs) -> Outputs:
     batch, seq = x.shape[:2]
     return {"causal": attempt(lambda: mha(_t(x), _t(causal((batch,), seq))), "mha(x, causal mask)"),
             "padding": attempt(lambda: mha(_t(x), _t(padding(i["lengths"], seq))), "mha(x, padding mask)"),
+            # context: the same without a mask, and through forward rather than __call__
+            "aux_unmasked": attempt(lambda: mha(_t(x)), "mha(x)"),
+            "aux_forward_causal": attempt(lambda: mha.forward(_t(x), _t(causal((batch,), seq))),
+                                          "forward(x, causal mask)"),
+            "aux_forward_padding": attempt(lambda: mha.forward(_t(x), _t(padding(i["lengths"], seq))),
+                                           "forward(x, padding mask)"),
             "aux_own_causal": own_attention(ns, i, causal((batch,), seq)), "aux_newer": newer_marks(ns)}
 
 
@@ -416,17 +495,20 @@ def _mha_grad_run(ns: Namespace, i: Inputs) -> Outputs:
     x = _t(i["x"], grad=True)
     try:
         out = mha(x)
+        if isinstance(out, (tuple, list)):
+            text = f"mha(x) returned a {type(out).__name__}, not a Tensor"
+            return {"x": text, **{output: text for output in GRAD_OUTPUTS}, "aux_returned": type(out).__name__}
         forward = attempt(lambda: out, "mha(x)")
         out.backward(i["upstream"].astype(np.float32))
     except Exception as e:
         caught(e, "value")
         text = "raised " + exception_name(e)
-        return {"x": text, **{f"{layer}.{p}": text for layer in LAYERS for p in ("weight", "bias")}}
+        return {"x": text, **{output: text for output in GRAD_OUTPUTS}}
     found: Outputs = {"aux_output": forward}
-    names = [f"{n}.{p}" for n in LAYERS for p in ("weight", "bias")]
-    for name, tensor in [("x", x), *zip(names, held, strict=True)]:
-        grad = grad_of(tensor, name)
-        found[name] = grad if grad is not None else NO_GRADIENT
+    for (output, shown), tensor in zip([("x", "x"), *zip(GRAD_OUTPUTS, PARAMETERS, strict=True)], [x, *held],
+                                       strict=True):
+        grad = grad_of(tensor, shown)
+        found[output] = grad if grad is not None else NO_GRADIENT
     return found
 
 

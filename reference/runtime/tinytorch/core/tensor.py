@@ -22,6 +22,11 @@ from typing import Any
 
 import numpy as np
 
+# module 01's constants for memory sizes (the older generation has all three, the newer the first and last)
+BYTES_PER_FLOAT32 = 4
+KB_TO_BYTES = 1024
+MB_TO_BYTES = 1024 * 1024
+
 _grad_tracking = True
 
 
@@ -240,6 +245,25 @@ class Tensor:
     def numpy(self) -> np.ndarray:
         """The underlying array."""
         return self._data
+
+    def numel(self) -> int:
+        """Number of elements, as PyTorch names it (the newer generation)."""
+        return self.size
+
+    def memory_footprint(self) -> int:
+        """Bytes the values take (the newer generation)."""
+        return int(self._data.nbytes)
+
+    def contiguous(self) -> Tensor:
+        """A copy of the values in row-major order; the gradient passes straight through (newer)."""
+        return _Copy.apply(self)
+
+    def view(self, *shape: Any) -> Tensor:
+        """The same as `reshape` (the newer generation's alias, named after PyTorch's)."""
+        return self.reshape(*shape)
+
+    def __str__(self) -> str:
+        return f"Tensor({self._data})"
 
     def item(self) -> float:
         """The single value of a size-1 tensor."""
@@ -517,9 +541,36 @@ class _Max(Function):
         return (hits * _expand_reduced(grad, a.shape, self.axis, self.keepdims),)
 
 
+class _Copy(Function):
+    def forward(self, a: np.ndarray) -> np.ndarray:
+        return np.ascontiguousarray(a).copy()
+
+    def backward(self, grad: np.ndarray) -> tuple[np.ndarray]:
+        return (grad,)
+
+
 class _MaskedFill(Function):
     def forward(self, a: np.ndarray) -> np.ndarray:
         return np.where(self.where, np.float32(self.value), a)
 
     def backward(self, grad: np.ndarray) -> tuple[np.ndarray]:
         return (np.where(self.where, np.float32(0.0), grad),)
+
+
+class MaskedFill(_MaskedFill):
+    """The newer generation's operation class: parameters `mask` (bool array, broadcast) and `value`."""
+
+    def forward(self, a: np.ndarray) -> np.ndarray:
+        self.where = np.broadcast_to(np.asarray(self.mask, dtype=bool), a.shape)
+        return super().forward(a)
+
+
+for _reduction in (_Sum, _Mean, _Max):  # the newer classes' defaults, for a bare Sum.apply(x)
+    _reduction.axis = None  # type: ignore[attr-defined]
+    _reduction.keepdims = False  # type: ignore[attr-defined]
+
+# The newer generation's module 01 exports its operations under these names, with these parameters
+# (Slice: key; Reshape: shape; Permute: axes; Sum, Mean, Max: axis, keepdims).
+Add, Sub, Mul, Div, MatMul = _Add, _Sub, _Mul, _Div, _MatMul
+Slice, Reshape, Permute, Copy = _GetItem, _Reshape, _Transpose, _Copy
+Sum, Mean, Max = _Sum, _Mean, _Max
