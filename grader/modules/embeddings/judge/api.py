@@ -32,9 +32,34 @@ def _foreign(fact: Any) -> bool:
     return isinstance(fact, str) and fact.startswith(OWN) and fact != OWN
 
 
+MIXED = ("written partly for each TinyTorch generation ({methods} {verb} start_pos, as in the newer API, but "
+         "the Embedding's backward is the older module-05 kind, a node whose apply(grad_output) returns the "
+         "gradient), so only what both generations ask is scored: this newer-API check does not apply; its points "
+         "are given")
+
+
+def _signature_generation(takes: Any) -> str | None:
+    return None if not isinstance(takes, list) else "newer" if takes else "older"
+
+
+def _agreed(signature: str | None, node: Any) -> str | None:
+    """The generation both kinds of evidence agree on: the start_pos parameters, and the Embedding's
+    backward node (None there is no evidence either way); None when they disagree or say nothing."""
+    if node in ("older", "newer") and signature not in (None, node):
+        return None
+    return signature or (node if node in ("older", "newer") else None)
+
+
 def older_generation(got: CheckOutput) -> str | None:
-    """Why a newer-generation check does not apply, or None when it does."""
-    return NO_START_POS if got.facts.get("aux_takes_start_pos") == [] else None
+    """Why a newer-generation check does not apply (the submission is not written for the newer
+    API by agreeing evidence), or None when it does."""
+    takes = got.facts.get("aux_takes_start_pos")
+    signature = _signature_generation(takes)
+    if signature == "older":
+        return NO_START_POS
+    if isinstance(takes, list) and takes and _agreed("newer", got.facts.get("aux_backward_style")) is None:
+        return MIXED.format(methods=" and ".join(str(t) for t in takes), verb="takes" if len(takes) == 1 else "take")
+    return None
 
 
 # ---- start_pos -------------------------------------------------------------------------------
@@ -479,10 +504,16 @@ def source_generation(cells: Sequence[str]) -> str | None:
 
 
 def generation(outputs: Mapping[str, CheckOutput]) -> str | None:
-    """'newer' when some method of PositionalEncoding or EmbeddingLayer takes start_pos (the newer
-    course's API), 'older' when none does, None when no check could tell (they did not run)."""
+    """The generation two kinds of evidence agree on: 'newer' when some method of PositionalEncoding
+    or EmbeddingLayer takes start_pos (the newer course's API) and the Embedding's backward is not
+    the older module-05 kind of node; 'older' when none takes start_pos and the backward is not the
+    newer kind (a Function of the student's own with backward). None when they disagree (an older
+    notebook that added start_pos, say: only what both generations ask is then scored) or when no
+    check could tell (they did not run)."""
     seen = [got.facts["aux_takes_start_pos"] for got in outputs.values()
             if isinstance(got.facts.get("aux_takes_start_pos"), list)]
     if not seen:
         return None
-    return "newer" if any(seen) else "older"
+    nodes = {got.facts.get("aux_backward_style") for got in outputs.values()} & {"older", "newer"}
+    signature = "newer" if any(seen) else "older"
+    return _agreed(signature, nodes.pop()) if len(nodes) == 1 else signature if not nodes else None

@@ -45,6 +45,36 @@ def takes_start_pos(ns: Namespace) -> list[str]:
             if isinstance(ns.get(cls), type) and takes_parameter(ns[cls], method, "start_pos")]
 
 
+def backward_style(ns: Namespace) -> str | None:
+    """The generation the Embedding's graph node is written for, the second evidence of the course
+    generation beside start_pos (context only): "newer" for a node class of the student's own that
+    defines backward(grad_output) (the newer course's EmbeddingFunction(Function)), "older" for a
+    module-05 node whose apply(grad_output) is an instance method (EmbeddingBackward, or one of the
+    student's own), None when the output has no node, the node is the runtime's own operation, or
+    the lookup fails."""
+    try:
+        out = ns["Embedding"](4, 2)(tensor_class()(np.array([0.0, 1.0])))
+    except Exception:
+        return None
+    node = getattr(out, "_grad_fn", None)
+    if node is None:
+        return None
+    for klass in type(node).__mro__:
+        found = vars(klass).get("apply")
+        if found is not None:
+            if not isinstance(found, (classmethod, staticmethod)):
+                return "older"
+            break
+    own = [k for k in type(node).__mro__ if not str(getattr(k, "__module__", "")).startswith(("tinytorch", "builtins"))]
+    return "newer" if any("backward" in vars(k) for k in own) else None
+
+
+def generation_evidence(ns: Namespace) -> Outputs:
+    """The facts the judge reads the course generation from: which methods take start_pos, and the
+    kind of the Embedding's backward node."""
+    return {"aux_takes_start_pos": takes_start_pos(ns), "aux_backward_style": backward_style(ns)}
+
+
 def _grad_after(param: Any, what: str, run: Callable[[], Any]) -> np.ndarray | str:
     """Run a forward + backward; the parameter's gradient, or why there is none."""
     try:
@@ -159,9 +189,10 @@ def _pe_start_describe(i: Inputs) -> str:
 
 
 def _pe_start_run(ns: Namespace, i: Inputs) -> Outputs:
-    found = takes_start_pos(ns)
+    evidence = generation_evidence(ns)
+    found = evidence["aux_takes_start_pos"]
     if not found:
-        return {"aux_takes_start_pos": found}
+        return evidence
     T = tensor_class()
     m, d, s, x = i["max_len"], i["dim"], i["start"], i["x"]
 
@@ -173,7 +204,7 @@ def _pe_start_run(ns: Namespace, i: Inputs) -> Outputs:
     pe, graded = fresh(), ns["PositionalEncoding"](m, d)
     param = inject(graded, i["table"], "PositionalEncoding")
     return {
-        "aux_takes_start_pos": found,
+        **evidence,
         "forward_default": attempt(lambda: pe.forward(T(x)), "forward(x)"),
         "forward_shifted": attempt(lambda: pe.forward(T(x), start_pos=s), "forward(x, start_pos)"),
         "call_shifted": attempt(lambda: pe(T(x), start_pos=s), "pe(x, start_pos)"),
@@ -205,9 +236,10 @@ def _layer_start_describe(i: Inputs) -> str:
 
 
 def _layer_start_run(ns: Namespace, i: Inputs) -> Outputs:
-    found = takes_start_pos(ns)
+    evidence = generation_evidence(ns)
+    found = evidence["aux_takes_start_pos"]
     if not found:
-        return {"aux_takes_start_pos": found}
+        return evidence
     T = tensor_class()
     Layer, m = ns["EmbeddingLayer"], i["max_len"]
     learned = Layer(i["vocab"], i["dim"], max_seq_len=m, pos_encoding="learned")
@@ -216,7 +248,7 @@ def _layer_start_run(ns: Namespace, i: Inputs) -> Outputs:
     sinusoidal = Layer(i["vocab"], i["dim"], max_seq_len=m, pos_encoding="sinusoidal")
     inject(sinusoidal, i["weight"], "EmbeddingLayer")
     return {
-        "aux_takes_start_pos": found,
+        **evidence,
         "aux_lookup": own_lookup(ns, i),
         "aux_positions": own_positions(ns, i["table"], i["tokens"].shape[1], start_pos=i["start"]),
         "learned_default": attempt(lambda: learned.forward(T(i["tokens"])), "forward(tokens)"),
@@ -300,13 +332,14 @@ def _emb_bad_ids_describe(i: Inputs) -> str:
 
 
 def _emb_bad_ids_run(ns: Namespace, i: Inputs) -> Outputs:
-    found = takes_start_pos(ns)
+    evidence = generation_evidence(ns)
+    found = evidence["aux_takes_start_pos"]
     if not found:
-        return {"aux_takes_start_pos": found}
+        return evidence
     emb = ns["Embedding"](i["vocab"], i["dim"])
     cases = {"fraction": [1.5], "mixed_fraction": [0.0, 2.5], "nan": [np.nan], "mixed_nan": [1.0, np.nan],
              "inf": [np.inf]}
-    out: Outputs = {"aux_takes_start_pos": found}
+    out: Outputs = dict(evidence)
     for name, ids in cases.items():
         out[name] = _rejects(emb, ids)
     return out
