@@ -15,7 +15,7 @@ import numpy as np
 
 from grader.unit import NOT_A_TENSOR, Cause, CheckOutput, Diagnosis, Mismatch, close, judge_draw, likely_cause
 
-from ..probes import IN_GRAPH
+from ..probes import A_COPY, IN_GRAPH
 from . import api as embeddings_api
 from . import crashes, layout, returned, scale, sinusoid
 
@@ -38,15 +38,24 @@ NODE_GAVE_NONE_CAUSE = ("the output is in the graph (it has a _grad_fn), but its
                         "(grad_weight,)")
 
 
+COPY_CAUSE = ("forward handed a copy of the weight to the graph (a new Tensor such as Tensor(self.weight.data, "
+              "requires_grad=True)): the gradient went to that copy, so self.weight never gets one; pass self.weight "
+              "itself (EmbeddingFunction.apply(self.weight, indices=...))")
+
+
 def _no_gradient(got: CheckOutput) -> str | None:
     """Why no gradient reached the weight, when none did."""
     found = [v for v in got.facts.values() if isinstance(v, str) and v.startswith("no gradient")]
     if not found:
         return None
+    if all(v.endswith(A_COPY) for v in found):
+        return COPY_CAUSE
     return NODE_GAVE_NONE_CAUSE if all(v.endswith(IN_GRAPH) for v in found) else NO_GRAD_CAUSE
 
 
 def emb_shape(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
+    if embeddings_api.reads_flat_table(got):
+        return embeddings_api.TAKE_FLAT
     b, t = i["ids_2d"].shape
     if got.facts.get("call_2d") == [b * t, i["dim"]] or got.facts.get("forward_2d") == [b * t, i["dim"]]:
         return FLATTENED
@@ -64,6 +73,8 @@ FLATTENED = "the batch dimension was flattened away: reshape the result to ids.s
 
 
 def emb_lookup(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
+    if embeddings_api.reads_flat_table(got):
+        return embeddings_api.TAKE_FLAT
     shape = _REJECTED_SHAPE.match(got.rejected.get("rows", ""))
     if shape and i["ids"].ndim > 1 and int(shape[1]) == i["ids"].size and int(shape[2]) == i["weight"].shape[1]:
         return FLATTENED
@@ -454,6 +465,8 @@ def _a(name: str) -> str:
 
 
 def layer_modes(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause | None:
+    if wrong_shape := embeddings_api.lookup_shape(got, i):
+        return wrong_shape
     sin_type = got.facts.get("aux_sin_type")
     if sin_type not in (None, "Tensor") and any(
             str(got.facts.get(f"sinusoidal_shape_{n}", "")).startswith("raised") for n in ("1d", "2d")):
@@ -488,10 +501,19 @@ def layer_modes(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause | 
         if isinstance(one, list) and two == exp.facts.get(f"{mode}_shape_2d") and one != exp.facts.get(
                 f"{mode}_shape_1d"):
             return "1-D tokens (seq,) must give a 2-D output (seq, embed_dim): add a batch axis, then remove it"
+    for mode in ("learned", "sinusoidal", "None"):
+        again, want = got.facts.get(f"{mode}_shape_1d_again"), exp.facts.get(f"{mode}_shape_1d")
+        if got.facts.get(f"{mode}_shape_1d") == want and isinstance(want, list) and again == [1, *want]:
+            return (f"the layer changes the caller's tokens in place: the first call on 1-D tokens gives ({want[0]}, "
+                    f"{want[1]}), but the same Tensor then holds 2-D ids (tokens.data = tokens.data[np.newaxis, :]?), "
+                    f"so a second call gives (1, {want[0]}, {want[1]}); add the batch axis to a new Tensor, "
+                    "tokens.reshape(1, -1), and leave the caller's tokens alone")
     return None
 
 
 def layer_sin_values(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause | None:
+    if wrong_shape := embeddings_api.lookup_shape(got, i):
+        return wrong_shape
     out = _arr(got, "out")
     if out is None:
         return None
@@ -551,6 +573,8 @@ def _layer_1d_cause(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None
 
 
 def layer_scale(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause | None:
+    if wrong_shape := embeddings_api.lookup_shape(got, i):
+        return wrong_shape
     plain, learned, own = _arr(got, "no_positions"), _arr(got, "learned"), _arr(got, "aux_lookup")
     tok = i["weight"][i["tokens"].astype(int)]
     dim, seq = i["dim"], tok.shape[1]
@@ -574,6 +598,8 @@ def layer_scale(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause | 
     own_sin = _arr(got, "aux_sinusoids")
     if _same(plain, tok * root) and _same(learned, tok * root + pos) and own_sin is not None:
         tokens_part, added = _arr(got, "sinusoidal_tokens"), own_sin[:seq]
+        if _same(tokens_part, tok * root):
+            return _layer_grad_cause(got, exp, i)
         if _same(tokens_part, tok * root + added * (root - 1)):
             return ("in the sinusoidal mode the scale was applied after adding the sinusoid: scale only the token "
                     "embeddings, then add the positions")
@@ -598,6 +624,8 @@ def layer_scale(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause | 
     if _same(plain, tok * root):
         if _same(learned, tok * root + 2 * pos):
             return TWICE
+        if _same(learned, tok * root + pos):
+            return _layer_grad_cause(got, exp, i)
         return embeddings_api.upstream_positions(got, pos, lambda added: tok * root + added, "learned")
     factor = scale.factor(plain, tok)
     if factor is not None and math.isclose(factor * factor, i["vocab"], rel_tol=1e-6):
@@ -612,6 +640,59 @@ def layer_scale(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause | 
     if factor is not None:
         return (f"the token embeddings were multiplied by {factor:.4g} (= sqrt({factor * factor:.4g})) instead of "
                 f"sqrt(embed_dim) = sqrt({dim}) = {root:.4g}")
+    return None
+
+
+DETACHED = ("the layer's output is cut off from the autograd graph: its values are right, but no gradient reaches the "
+            "token table or the position table (a new Tensor built from .data, such as Tensor(h.data), starts a new "
+            "graph); return the Tensor the operations built")
+
+
+def _grad_fact(got: CheckOutput, name: str) -> np.ndarray | str | None:
+    value, fact = got.arrays.get(name), got.facts.get(name)
+    return value if value is not None else fact if isinstance(fact, str) else None
+
+
+def _layer_grad_cause(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause | None:
+    """The layer's output is right; why a table's gradient through it is not (read from the layer's and
+    the student's own parts' gradients for the same upstream gradient)."""
+    tok, own_tok = _grad_fact(got, "aux_grad_tokens"), _grad_fact(got, "aux_own_tokens")
+    pos, own_pos = _grad_fact(got, "aux_grad_positions"), _grad_fact(got, "aux_own_positions")
+    wrong = {name for name in ("grad_tokens", "grad_positions")
+             if not _same(_arr(got, name), exp.arrays.get(name, np.empty(0)))}
+
+    def none(value: Any) -> bool:
+        return isinstance(value, str) and value.startswith("no gradient")
+
+    root = math.sqrt(i["dim"])
+    if wrong and none(tok) and none(pos) and (isinstance(own_tok, np.ndarray) or isinstance(own_pos, np.ndarray)):
+        return DETACHED
+    if "grad_tokens" in wrong and isinstance(own_tok, np.ndarray):
+        if none(tok):
+            return ("the output is scaled, but no gradient reaches the token table: the scaled token embeddings are a new "
+                    "Tensor built from .data (Tensor(h.data * math.sqrt(embed_dim))?); multiply the Tensor itself, "
+                    "h = h * math.sqrt(embed_dim)")
+        # own_tok is the student's Embedding's gradient for the upstream gradient times sqrt(embed_dim)
+        found = scale.factor(tok if isinstance(tok, np.ndarray) else None, own_tok)
+        factor = None if found is None else found * root
+        if factor is not None and math.isclose(factor, 1.0, rel_tol=1e-5):
+            return ("the output is scaled, but the token table's gradient is not scaled: the scale was applied to h.data "
+                    "(in place, or into a new Tensor), outside the autograd graph, so backward never multiplies by "
+                    "sqrt(embed_dim); multiply the Tensor itself, h = h * math.sqrt(embed_dim)")
+        if factor is not None:
+            return (f"the token table's gradient is {factor:.4g} times what your Embedding gives for the upstream "
+                    f"gradient, not sqrt(embed_dim) = {root:.4g} times: the scale must be one Tensor multiplication, "
+                    "h * math.sqrt(embed_dim), in the graph")
+    if "grad_positions" in wrong and isinstance(own_pos, np.ndarray):
+        if none(pos):
+            return ("the output is right and your PositionalEncoding passes a gradient to its table, but none reaches "
+                    "the position table through the layer: the layer adds positions outside the graph (from .data, "
+                    "or to a new Tensor); add them through self.pos_encoding.forward(h)")
+        factor = scale.factor(pos if isinstance(pos, np.ndarray) else None, own_pos)
+        if factor is not None and not math.isclose(factor, 1.0, rel_tol=1e-5):
+            return (f"the position table's gradient through the layer is {factor:.4g} times what your "
+                    "PositionalEncoding gives for the same gradient: only the token embeddings are scaled, the "
+                    "positions are added unscaled and once")
     return None
 
 
@@ -686,6 +767,14 @@ def error_cause(got: CheckOutput, i: Inputs) -> str | None:
     if m and m[2] == m[4] and m[1] != m[3]:
         return (f"the weight's gradient has {m[1]} rows, not the table's {m[3]}: every row of the table gets a "
                 "gradient row (0 where no id points), so create it as np.zeros_like(weight.data)")
+    message = got.error.message if got.error is not None else ""
+    lost = re.search(r"gave a gradient of shape \(([\d, ]+)\) for a tensor of shape \(([\d, ]+)\)", message)
+    reshape = re.search(r"cannot reshape array of size (\d+) into shape \((\d+), ?(\d+)\)", message)
+    if (lost and lost[1].replace(" ", "").rsplit(",", 1)[0] == lost[2].replace(" ", "").rstrip(",")) or (
+            reshape and reshape[1] == reshape[2] and int(reshape[3]) > 1):
+        return ("the lookup's output has the ids' own shape, one number per id, so the upstream gradient has no "
+                "embed_dim axis for the backward: the lookup lost the embed_dim axis (np.take(table, ids) without "
+                "axis=0 reads the flattened table?); return ids.shape + (embed_dim,)")
     flat = re.search(r"gave a gradient of shape \(([\d, ]+)\) for a tensor of shape \((\d+), (\d+)\)",
                      got.error.message if got.error is not None else "")
     if flat:

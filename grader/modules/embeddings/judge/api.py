@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import math
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -209,8 +210,27 @@ def layer_start_pos(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Caus
     return _end_causes(got, "learned_at_end", "learned_past_end") or _end_causes(got, "sin_at_end", "sin_past_end")
 
 
+SHAPE_IN_REJECTION = re.compile(r"^shape (\([\d, ]*\)) differs")
+
+
+def lookup_shape(got: CheckOutput, i: Inputs) -> Cause | None:
+    """The student's own Embedding, on the layer's tokens, returns another shape than tokens.shape +
+    (embed_dim,): the layer cannot work on it, whatever it does (emb_shape says so)."""
+    own, tokens = got.arrays.get("aux_lookup"), i["tokens"]
+    shape = own.shape if own is not None else None
+    if shape is None and (m := SHAPE_IN_REJECTION.match(got.rejected.get("aux_lookup", ""))):
+        shape = tuple(int(n) for n in m[1].strip("()").split(",") if n.strip())
+    want = (*tokens.shape, i["dim"])
+    if shape is None or shape == want:
+        return None
+    return Cause(f"your Embedding returns shape {tuple(shape)} for tokens of shape {tuple(tokens.shape)}, not "
+                 f"{want} (tokens.shape + (embed_dim,)), so the layer cannot work on it", "emb_shape")
+
+
 def _upstream_lookup(got: CheckOutput, i: Inputs, layer_of: Any, *outputs: str) -> Cause | None:
     """The layer's outputs are right for the student's own (wrong) Embedding lookup, or fail as it does."""
+    if wrong_shape := lookup_shape(got, i):
+        return wrong_shape
     failed = got.facts.get("aux_lookup")
     if (isinstance(failed, str) and failed.startswith("raised")
             and all(str(got.facts.get(name, "")).startswith("raised") for name in outputs)):
@@ -236,6 +256,16 @@ def upstream_positions(got: CheckOutput, expected: np.ndarray, layer_of: Any, *o
     return None
 
 
+TAKE_FLAT = ("the lookup gives one number per id, not a row: np.take(table, ids) without axis=0 reads the flattened "
+             "table (Embedding(4, 2) with rows (10v, 10v+1) gave [11, 1] for ids [3, 1], entries 3 and 1 of "
+             "W.ravel()); take whole rows, np.take(table, ids, axis=0) or table[ids]")
+
+
+def reads_flat_table(got: CheckOutput) -> bool:
+    """Embedding(4, 2) with rows (10v, 10v + 1) gave W.ravel()[[3, 1]] for ids [3, 1]."""
+    return got.facts.get("aux_seed_values") == [11.0, 1.0]
+
+
 # ---- Embedding -----------------------------------------------------------------------------
 
 
@@ -252,6 +282,8 @@ def _read_rows(ids: np.ndarray, dtype: str, vocab: int) -> np.ndarray | None:
 
 
 def emb_large_ids(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause | None:
+    if reads_flat_table(got):
+        return TAKE_FLAT
     ids, vocab, dim = i["ids"], i["vocab"], i["dim"]
     table = large_table(vocab, dim)
     rows = got.arrays.get("rows")

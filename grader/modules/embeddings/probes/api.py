@@ -75,7 +75,18 @@ def generation_evidence(ns: Namespace) -> Outputs:
     return {"aux_takes_start_pos": takes_start_pos(ns), "aux_backward_style": backward_style(ns)}
 
 
-def _grad_after(param: Any, what: str, run: Callable[[], Any]) -> np.ndarray | str:
+def seed_values(ns: Namespace) -> list[float] | None:
+    """The values Embedding(4, 2), rows (10v, 10v + 1), gives for ids [3, 1], flattened (context for the
+    judge: a lookup that reads the flattened table, np.take(W, ids) without axis=0, gives [11, 1])."""
+    try:
+        seed = ns["Embedding"](4, 2)
+        inject(seed, np.array([[10.0 * v, 10.0 * v + 1] for v in range(4)]), "Embedding(4, 2)")
+        return [float(v) for v in as_array(seed(tensor_class()([3.0, 1.0])), "embedding").reshape(-1)[:8]]
+    except Exception:
+        return None
+
+
+def grad_after(param: Any, what: str, run: Callable[[], Any]) -> np.ndarray | str:
     """Run a forward + backward; the parameter's gradient, or why there is none."""
     try:
         run()
@@ -208,7 +219,7 @@ def _pe_start_run(ns: Namespace, i: Inputs) -> Outputs:
         "forward_default": attempt(lambda: pe.forward(T(x)), "forward(x)"),
         "forward_shifted": attempt(lambda: pe.forward(T(x), start_pos=s), "forward(x, start_pos)"),
         "call_shifted": attempt(lambda: pe(T(x), start_pos=s), "pe(x, start_pos)"),
-        "grad_shifted": _grad_after(param, "position_embeddings", lambda: graded(
+        "grad_shifted": grad_after(param, "position_embeddings", lambda: graded(
             T(x, requires_grad=True), start_pos=s).backward(i["upstream"].copy())),
         "at_end": attempt(lambda: pe(T(i["x_end"]), start_pos=m - 2), "pe(x, start_pos) at the end"),
         "past_end": raised(lambda: pe(T(np.zeros((1, 3, d))), start_pos=m - 2)),
@@ -310,9 +321,10 @@ def _emb_large_ids_run(ns: Namespace, i: Inputs) -> Outputs:
     param = inject(emb, large_table(vocab, dim), f"Embedding({vocab}, {dim})")
     rows = attempt(lambda: emb(T(ids)), "embedding(ids)")  # before backward, which might spoil the table
     upstream = (np.arange(ids.size, dtype=np.float64)[:, None] + 1.0) / 16.0 * np.ones(dim)
-    grad = _grad_after(param, "weight", lambda: emb(T(ids)).backward(upstream.copy()))
+    grad = grad_after(param, "weight", lambda: emb(T(ids)).backward(upstream.copy()))
     used = ids.astype(int)
     return {
+        "aux_seed_values": seed_values(ns),
         "aux_output": output_kind(lambda: emb(T(ids[:2]))),
         "aux_weight_trainable": getattr(param, "requires_grad", None) is True,
         "rows": rows,
@@ -410,7 +422,7 @@ def _grad_keeps_weight_run(ns: Namespace, i: Inputs) -> Outputs:
     T = tensor_class()
     emb = ns["Embedding"](i["vocab"], i["dim"])
     param = inject(emb, i["weight"], "Embedding")
-    grad = _grad_after(param, "weight", lambda: emb(T(i["ids"])).backward(i["upstream"].copy()))
+    grad = grad_after(param, "weight", lambda: emb(T(i["ids"])).backward(i["upstream"].copy()))
     return {"weight_after": as_array(param, "Embedding.weight after backward"), "aux_grad": grad}
 
 

@@ -5,7 +5,7 @@ notebook plus exact text edits."""
 
 from __future__ import annotations
 
-from .kinds import OLDER, Bug, Style
+from .kinds import NEWER, OLDER, Bug, Style
 
 _PE_START_POS = (
     ("    def forward(self, x: Tensor) -> Tensor:\n        if len(x.shape) != 3:",
@@ -25,6 +25,8 @@ _RANGE_CHECK = ("        if ids.size and (ids.min() < 0 or ids.max() >= self.voc
                 "                f\"Token ids must be in [0, {self.vocab_size}); \"\n"
                 "                f\"got min={ids.min()}, max={ids.max()}\"\n            )\n")
 
+_SCALE = "            h = h * math.sqrt(self.embed_dim)\n"
+
 AUDIT_STYLES = (
     Style("style_old_pe_start_pos_extension", OLDER, _PE_START_POS,
           "Older notebook (module-05 EmbeddingBackward) whose PositionalEncoding also takes an optional start_pos: "
@@ -32,5 +34,47 @@ AUDIT_STYLES = (
     Style("style_old_no_range_check_plus_start_pos", OLDER, ((_RANGE_CHECK, ""), *_PE_START_POS),
           "The same, without the range check the older course never asks for: a 0-point note on emb_index_error, "
           "not the newer generation's lost points", note="emb_index_error"),
+    Style("style_old_layer_scale_data_as_about_md", OLDER,
+          ((_SCALE, "            h.data = h.data * math.sqrt(self.embed_dim)  # as ABOUT.md, on the data\n"),),
+          "Older notebook scaling h.data in place as the older ABOUT.md scales .data: the token table's gradient is not "
+          "scaled, which the older course never asks (a 0-point note)", note="layer_scale"),
 )
-AUDIT_BUGS: tuple[Bug, ...] = ()
+AUDIT_BUGS: tuple[Bug, ...] = (
+    Bug("bug_old_layer_output_detached", OLDER,
+        (("            h = h[0]\n        return h\n",
+          "            h = h[0]\n        return Tensor(h.data)  # a clean output tensor\n"),),
+        ("layer_scale",), "cut off from the autograd graph",
+        "EmbeddingLayer returns Tensor(h.data): the values are right, but no gradient reaches either table."),
+    Bug("bug_old_layer_1d_mutates_tokens", OLDER,
+        (("tokens = Tensor(tokens.data[np.newaxis, :])",
+          "tokens.data = tokens.data[np.newaxis, :]  # add the batch axis in place"),),
+        ("layer_modes",), "changes the caller's tokens in place",
+        "For 1-D tokens the layer writes the batch axis into the caller's Tensor (tokens.data = ...), so a second "
+        "call on the same tokens returns (1, seq, embed_dim)."),
+    Bug("bug_old_np_take_no_axis", OLDER,
+        (("rows = self.weight.data[ids.astype(int)]", "rows = np.take(self.weight.data, ids.astype(int))"),),
+        ("emb_shape", "emb_lookup", "emb_large_ids", "grad_accumulate", "grad_sparse", "grad_batch_visible", "grad_batch",
+         "layer_modes", "layer_defaults", "layer_sin_values_visible", "layer_sin_values", "layer_scale",
+         "layer_sin_too_long"),
+        "np.take(table, ids) without axis=0 reads the flattened table",
+        "The lookup is np.take(W, ids) without axis=0, which reads the flattened table: one number per id, not a row."),
+    Bug("bug_newer_forward_weight_copy", NEWER,
+        (("return EmbeddingFunction.apply(self.weight, indices=ids.astype(np.int64))",
+          "return EmbeddingFunction.apply(Tensor(self.weight.data, requires_grad=True), indices=ids.astype(np.int64))"),),
+        ("grad_accumulate", "emb_large_ids", "grad_sparse", "grad_batch_visible", "grad_batch"),
+        "forward handed a copy of the weight",
+        "Newer generation: forward hands EmbeddingFunction.apply a copy, Tensor(self.weight.data, requires_grad=True), "
+        "so the gradient goes to the copy and self.weight never gets one."),
+    Bug("bug_newer_backward_sets_grad_too", NEWER,
+        (("        np.add.at(grad_weight, flat_ids, upstream)  # repeated ids accumulate\n        return (grad_weight,)\n",
+          "        np.add.at(grad_weight, flat_ids, upstream)  # repeated ids accumulate\n"
+          "        weight.grad = grad_weight  # make sure the table gets it\n        return (grad_weight,)\n"),),
+        ("grad_accumulate", "emb_large_ids", "grad_sparse", "grad_batch_visible", "grad_batch"),
+        "it was added 2 times",
+        "Newer generation: backward stores the gradient in weight.grad and also returns it, so the engine adds it a "
+        "second time (2x)."),
+    Bug("bug_newer_layer_scale_data_inplace", NEWER,
+        ((_SCALE, "            h.data = h.data * math.sqrt(self.embed_dim)  # in place, no new Tensor\n"),),
+        ("layer_scale",), "the token table's gradient is not scaled",
+        "Newer generation: the layer scales h.data in place: the output is right, but the token table's gradient is not scaled."),
+)
