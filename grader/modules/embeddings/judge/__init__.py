@@ -106,6 +106,9 @@ def emb_params(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
         return "parameters() must return the weight tensor itself (self.weight), not a copy or its .data"
     if got.facts.get("requires_grad") is not True:
         return "the weight was created without requires_grad=True, so it cannot be trained"
+    numel, dim = got.facts.get("numel"), i["dim"]
+    if isinstance(numel, int) and numel % dim == 0 and (off := embeddings_api.table_rows(numel // dim, i["vocab"])):
+        return off
     return None
 
 
@@ -304,6 +307,12 @@ def grad_batch(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
     overwrite[ids.reshape(-1)] = g.reshape(-1, g.shape[-1])
     if np.array_equal(grad, overwrite):
         return "repeated ids overwrite each other: accumulate with np.add.at over the flattened batch"
+    transposed = np.zeros_like(i["weight"])
+    np.add.at(transposed, ids.T.reshape(-1), g.reshape(-1, g.shape[-1]))
+    if _same(grad, transposed):
+        return ("the ids are flattened in another order than the upstream gradient (ids.T, or order='F', against "
+                "grad_output in row order), so each gradient row goes to another position's token: flatten both the "
+                "same way, ids.reshape(-1) and grad_output.reshape(-1, embed_dim)")
     per_row = np.zeros_like(i["weight"])
     for row_ids, row_grad in zip(ids, g, strict=True):
         per_row[row_ids] += row_grad  # numpy's fancy +=: a repeated id within one row adds only once
@@ -379,6 +388,14 @@ def pe_grad(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause | None
     if str(got.facts.get("grad", "")).startswith("no gradient") and got.facts.get("aux_table_trainable") is False:
         return ("the position table was created without requires_grad=True, so no gradient is kept for it: "
                 "create position_embeddings as Tensor(..., requires_grad=True)")
+    x_grad = _arr(got, "x_grad")
+    if (str(got.facts.get("grad", "")).startswith("no gradient") and x_grad is not None
+            and _same(x_grad, i["upstream"])):
+        return ("the gradient never reached position_embeddings: build the output with a slice of the table Tensor "
+                "itself, x + self.position_embeddings[:seq_len]. x gets its gradient, but the rows added are a new "
+                "Tensor built from position_embeddings.data (such as Tensor(P.data[:seq_len], requires_grad=True), as "
+                "the older ABOUT.md sketches it), and wrapping the table's data in a new Tensor cuts the gradient: the "
+                "table must get it, since it is learned")
     if str(got.facts.get("grad", "")).startswith("no gradient"):
         return ("the gradient never reached position_embeddings: build the output with Tensor operations "
                 "(x + self.position_embeddings[:seq_len]), not Tensor(x.data + ...)")
@@ -472,6 +489,12 @@ def layer_modes(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause | 
             str(got.facts.get(f"sinusoidal_shape_{n}", "")).startswith("raised") for n in ("1d", "2d")):
         return Cause(f"create_sinusoidal_embeddings returns {_a(str(sin_type))}, not a Tensor, and the sinusoidal mode fails "
                      "on it: return Tensor(table)", hint=False)
+    own, held = got.facts.get("aux_sin_shape"), got.facts.get("aux_sin_layer_held")
+    m, d = i["max_len"], i["dim"]
+    if own == [m, d] and isinstance(held, list) and f"{d}x{m}" in held and f"{m}x{d}" not in held:
+        return (f"the sinusoidal layer holds a table of shape (embed_dim, max_seq_len) = ({d}, {m}), while your "
+                f"create_sinusoidal_embeddings({m}, {d}) gives ({m}, {d}): the layer calls it with the arguments swapped; "
+                "call create_sinusoidal_embeddings(max_seq_len, embed_dim)")
     if got.facts.get("bogus_mode") == "none":
         return "an unknown pos_encoding was accepted: raise ValueError for anything but 'learned', 'sinusoidal', None"
     for mode in ("learned", "sinusoidal", "None"):
@@ -617,6 +640,14 @@ def layer_scale(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause | 
     if _same(plain, tok) and _same(learned, tok * root + pos):
         return ("the tokens are scaled only when positions are added: with pos_encoding=None, scale_embeddings=True "
                 "must scale them as well")
+    if _same(plain, tok) and _same(learned, tok + pos) and _same(_arr(got, "sinusoidal_tokens"), tok * root):
+        return ("scale_embeddings=True scales the token embeddings only in the sinusoidal mode: with pos_encoding=None "
+                "and 'learned' they are not scaled; scale them once, right after the lookup, before the modes branch")
+    ratio = got.facts.get("aux_fresh_table_ratio")
+    if _same(plain, tok) and isinstance(ratio, float) and math.isclose(ratio, root, rel_tol=0.15):
+        return (f"scale_embeddings=True scales the token table once, in __init__ (its fresh values are {ratio:.3g} times "
+                "those of an unscaled layer), not the token embeddings in forward: a table trained, loaded or set "
+                "afterwards is used unscaled; multiply in forward, h = h * math.sqrt(embed_dim)")
     if _same(plain, tok):
         return "scale_embeddings=True had no effect: multiply the token embeddings by math.sqrt(embed_dim)"
     if _same(learned, (tok + pos) * root):
@@ -702,6 +733,9 @@ TWICE = ("the learned position rows were added twice (the PositionalEncoding add
 
 def emb_xavier(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
     weight = _arr(got, "weight")
+    shape = _REJECTED_SHAPE.match(got.rejected.get("weight", ""))
+    if weight is None and shape and int(shape[2]) == i["dim"]:
+        return embeddings_api.table_rows(int(shape[1]), i["vocab"])
     if weight is None:
         return None
     v, d = i["vocab"], i["dim"]
@@ -762,6 +796,12 @@ def error_cause(got: CheckOutput, i: Inputs) -> str | None:
     if got.error is not None and got.error.type == "ProbeError" and NOT_A_TENSOR in got.error.message:
         return ("parameters() returns each Tensor's .data, a numpy array that no optimizer can update (nor the "
                 "gradient reach): return the Tensors themselves, [self.weight]")
+    missing = re.search(r"has no tensor of shape \((\d+), (\d+)\) \(found \[(.*)\]\)", got.error.message if got.error else "")
+    lookup = re.search(r"\bEmbedding\(\d+, \d+\)\.parameters\(\) has no tensor", got.error.message if got.error else "")
+    if missing and (int(missing[1]) == i.get("vocab") or lookup):
+        for rows, cols in re.findall(r"\((\d+), (\d+)\)", missing[3]):
+            if cols == missing[2] and (off := embeddings_api.table_rows(int(rows), int(missing[1]))):
+                return off
     m = re.search(r"gave a gradient of shape \((\d+), (\d+)\) for a tensor of shape \((\d+), (\d+)\)",
                   got.error.message if got.error is not None else "")
     if m and m[2] == m[4] and m[1] != m[3]:

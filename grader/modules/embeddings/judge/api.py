@@ -266,6 +266,15 @@ def reads_flat_table(got: CheckOutput) -> bool:
     return got.facts.get("aux_seed_values") == [11.0, 1.0]
 
 
+def table_rows(rows: int, vocab: int) -> str | None:
+    """The cause of an embedding table one row longer or shorter than vocab_size."""
+    if abs(rows - vocab) != 1:
+        return None
+    what = "one row more (a spare row for unknown or padding tokens?)" if rows > vocab else "one row less"
+    return (f"the embedding table has {rows} rows, {what} than vocab_size = {vocab}: ids run 0 .. vocab_size-1, one "
+            "row each, so create it as (vocab_size, embed_dim)")
+
+
 # ---- Embedding -----------------------------------------------------------------------------
 
 
@@ -490,6 +499,10 @@ def layer_defaults(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause
     if isinstance(rows, list) and len(rows) != 2:
         return (f"EmbeddingLayer(vocab_size, embed_dim) has {len(rows)} parameter tensors: by default "
                 "pos_encoding='learned', which adds a trainable position table")
+    if isinstance(rows, list) and i["vocab"] not in rows:
+        for count in rows:
+            if isinstance(count, int) and (off := table_rows(count, i["vocab"])):
+                return off
     positions = [r for r in rows if r != i["vocab"]] if isinstance(rows, list) else []
     if len(positions) == 1 and positions[0] != 512:
         return f"max_seq_len defaults to {positions[0]}: the course's default is 512"

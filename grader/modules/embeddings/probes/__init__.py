@@ -24,6 +24,7 @@ from grader.harness.probes import (
     exception_name,
     fmt,
     grad_of,
+    held_tensors,
     inject,
     parameters_of,
     raised,
@@ -431,8 +432,25 @@ def _layer_modes_run(ns: Namespace, i: Inputs) -> Outputs:
                                                         "EmbeddingLayer output on the same 1-D tokens again")
     out["bogus_mode"] = raised(lambda: Layer(i["vocab"], i["dim"], max_seq_len=i["max_len"], pos_encoding="bogus"))
     out["aux_lookup"] = own_lookup(ns, i)
+    out["aux_sin_shape"] = _shape_or_error(lambda: ns["create_sinusoidal_embeddings"](i["max_len"], i["dim"]),
+                                           "create_sinusoidal_embeddings(...)")
+    out["aux_sin_layer_held"] = _held_shapes(lambda: Layer(i["vocab"], i["dim"], max_seq_len=i["max_len"],
+                                                           pos_encoding="sinusoidal"))
     out["aux_sin_type"] = type_name(lambda: ns["create_sinusoidal_embeddings"](i["max_len"], i["dim"]))
     return out
+
+
+def _held_shapes(build: Callable[[], Any]) -> list[str] | None:
+    """The shapes of the Tensors a freshly built object holds, as "RxC" (context for the judge)."""
+    try:
+        held = held_tensors(build()) or []
+    except Exception:
+        return None
+    shapes = []
+    for tensor in held[:8]:
+        data: Any = getattr(tensor, "data", None)
+        shapes.append("x".join(str(n) for n in np.shape(data)))
+    return shapes
 
 
 def _layer_sin_values_describe(i: Inputs) -> str:
@@ -525,7 +543,23 @@ def _layer_scale_run(ns: Namespace, i: Inputs) -> Outputs:
         "aux_lookup": own_lookup(ns, i),
         "aux_positions": own_positions(ns, i["table"], i["tokens"].shape[1]),
         **_guarded(partial(_layer_grads, ns, i), ("grad_tokens", "grad_positions")),
+        "aux_fresh_table_ratio": _fresh_table_ratio(ns, i),
     }
+
+
+def _fresh_table_ratio(ns: Namespace, i: Inputs) -> float | None:
+    """The largest token-table value of a fresh layer with scale_embeddings=True over that of one without
+    (about 1; about sqrt(embed_dim) when __init__ scales the table itself): context for the judge."""
+    peaks = []
+    try:
+        for flag in (True, False):
+            layer = ns["EmbeddingLayer"](i["vocab"], i["dim"], max_seq_len=i["max_len"], pos_encoding=None,
+                                         scale_embeddings=flag)
+            tables = [as_array(p, "parameter") for p in parameters_of(layer, "EmbeddingLayer")]
+            peaks.append(max(float(np.abs(t).max()) for t in tables if t.shape == (i["vocab"], i["dim"])))
+    except Exception:
+        return None
+    return peaks[0] / peaks[1] if peaks[1] > 0 else None
 
 
 def _guarded(run: Callable[[], Outputs], names: tuple[str, ...]) -> Outputs:
