@@ -40,12 +40,10 @@ class EmbeddingFunction(Function):  # type: ignore[misc]  # the runtime is untyp
 
     def backward(self, grad_output: np.ndarray) -> tuple[np.ndarray | None]:
         """`(grad_weight,)`: zeros except the rows read, each the sum of its reads' upstream rows."""
-        (weight,) = self.inputs
-        if not weight.requires_grad:
-            return (None,)
-        ids = np.asarray(self.indices).astype(int).reshape(-1)
-        rows = np.asarray(grad_output, dtype=np.float32).reshape((ids.size, *weight.shape[1:]))
-        table_grad = np.zeros(weight.data.shape, dtype=np.float32)
+        (weight,) = self.inputs  # the node exists only when the weight requires grad (Embedding.forward)
+        ids = np.asarray(self.indices).astype(int).ravel()
+        rows = np.asarray(grad_output).reshape((ids.size, *weight.shape[1:]))
+        table_grad = np.zeros_like(weight.data)
         np.add.at(table_grad, ids, rows)  # a repeated id collects every one of its rows
         return (table_grad,)
 
