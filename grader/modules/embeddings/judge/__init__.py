@@ -15,7 +15,7 @@ import numpy as np
 
 from grader.unit import NOT_A_TENSOR, Cause, CheckOutput, Diagnosis, Mismatch, close, judge_draw, likely_cause
 
-from ..probes import IN_GRAPH
+from ..probes import A_COPY, IN_GRAPH
 from . import api as embeddings_api
 from . import crashes, layout, returned, scale, sinusoid
 
@@ -38,15 +38,24 @@ NODE_GAVE_NONE_CAUSE = ("the output is in the graph (it has a _grad_fn), but its
                         "(grad_weight,)")
 
 
+COPY_CAUSE = ("forward handed a copy of the weight to the graph (a new Tensor such as Tensor(self.weight.data, "
+              "requires_grad=True)): the gradient went to that copy, so self.weight never gets one; pass self.weight "
+              "itself (EmbeddingFunction.apply(self.weight, indices=...))")
+
+
 def _no_gradient(got: CheckOutput) -> str | None:
     """Why no gradient reached the weight, when none did."""
     found = [v for v in got.facts.values() if isinstance(v, str) and v.startswith("no gradient")]
     if not found:
         return None
+    if all(v.endswith(A_COPY) for v in found):
+        return COPY_CAUSE
     return NODE_GAVE_NONE_CAUSE if all(v.endswith(IN_GRAPH) for v in found) else NO_GRAD_CAUSE
 
 
 def emb_shape(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
+    if embeddings_api.reads_flat_table(got):
+        return embeddings_api.TAKE_FLAT
     b, t = i["ids_2d"].shape
     if got.facts.get("call_2d") == [b * t, i["dim"]] or got.facts.get("forward_2d") == [b * t, i["dim"]]:
         return FLATTENED
@@ -64,6 +73,8 @@ FLATTENED = "the batch dimension was flattened away: reshape the result to ids.s
 
 
 def emb_lookup(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
+    if embeddings_api.reads_flat_table(got):
+        return embeddings_api.TAKE_FLAT
     shape = _REJECTED_SHAPE.match(got.rejected.get("rows", ""))
     if shape and i["ids"].ndim > 1 and int(shape[1]) == i["ids"].size and int(shape[2]) == i["weight"].shape[1]:
         return FLATTENED
@@ -95,6 +106,9 @@ def emb_params(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
         return "parameters() must return the weight tensor itself (self.weight), not a copy or its .data"
     if got.facts.get("requires_grad") is not True:
         return "the weight was created without requires_grad=True, so it cannot be trained"
+    numel, dim = got.facts.get("numel"), i["dim"]
+    if isinstance(numel, int) and numel % dim == 0 and (off := embeddings_api.table_rows(numel // dim, i["vocab"])):
+        return off
     return None
 
 
@@ -293,6 +307,12 @@ def grad_batch(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
     overwrite[ids.reshape(-1)] = g.reshape(-1, g.shape[-1])
     if np.array_equal(grad, overwrite):
         return "repeated ids overwrite each other: accumulate with np.add.at over the flattened batch"
+    transposed = np.zeros_like(i["weight"])
+    np.add.at(transposed, ids.T.reshape(-1), g.reshape(-1, g.shape[-1]))
+    if _same(grad, transposed):
+        return ("the ids are flattened in another order than the upstream gradient (ids.T, or order='F', against "
+                "grad_output in row order), so each gradient row goes to another position's token: flatten both the "
+                "same way, ids.reshape(-1) and grad_output.reshape(-1, embed_dim)")
     per_row = np.zeros_like(i["weight"])
     for row_ids, row_grad in zip(ids, g, strict=True):
         per_row[row_ids] += row_grad  # numpy's fancy +=: a repeated id within one row adds only once
@@ -368,6 +388,14 @@ def pe_grad(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause | None
     if str(got.facts.get("grad", "")).startswith("no gradient") and got.facts.get("aux_table_trainable") is False:
         return ("the position table was created without requires_grad=True, so no gradient is kept for it: "
                 "create position_embeddings as Tensor(..., requires_grad=True)")
+    x_grad = _arr(got, "x_grad")
+    if (str(got.facts.get("grad", "")).startswith("no gradient") and x_grad is not None
+            and _same(x_grad, i["upstream"])):
+        return ("the gradient never reached position_embeddings: build the output with a slice of the table Tensor "
+                "itself, x + self.position_embeddings[:seq_len]. x gets its gradient, but the rows added are a new "
+                "Tensor built from position_embeddings.data (such as Tensor(P.data[:seq_len], requires_grad=True), as "
+                "the older ABOUT.md sketches it), and wrapping the table's data in a new Tensor cuts the gradient: the "
+                "table must get it, since it is learned")
     if str(got.facts.get("grad", "")).startswith("no gradient"):
         return ("the gradient never reached position_embeddings: build the output with Tensor operations "
                 "(x + self.position_embeddings[:seq_len]), not Tensor(x.data + ...)")
@@ -454,11 +482,19 @@ def _a(name: str) -> str:
 
 
 def layer_modes(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause | None:
+    if wrong_shape := embeddings_api.lookup_shape(got, i):
+        return wrong_shape
     sin_type = got.facts.get("aux_sin_type")
     if sin_type not in (None, "Tensor") and any(
             str(got.facts.get(f"sinusoidal_shape_{n}", "")).startswith("raised") for n in ("1d", "2d")):
         return Cause(f"create_sinusoidal_embeddings returns {_a(str(sin_type))}, not a Tensor, and the sinusoidal mode fails "
                      "on it: return Tensor(table)", hint=False)
+    own, held = got.facts.get("aux_sin_shape"), got.facts.get("aux_sin_layer_held")
+    m, d = i["max_len"], i["dim"]
+    if own == [m, d] and isinstance(held, list) and f"{d}x{m}" in held and f"{m}x{d}" not in held:
+        return (f"the sinusoidal layer holds a table of shape (embed_dim, max_seq_len) = ({d}, {m}), while your "
+                f"create_sinusoidal_embeddings({m}, {d}) gives ({m}, {d}): the layer calls it with the arguments swapped; "
+                "call create_sinusoidal_embeddings(max_seq_len, embed_dim)")
     if got.facts.get("bogus_mode") == "none":
         return "an unknown pos_encoding was accepted: raise ValueError for anything but 'learned', 'sinusoidal', None"
     for mode in ("learned", "sinusoidal", "None"):
@@ -488,10 +524,19 @@ def layer_modes(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause | 
         if isinstance(one, list) and two == exp.facts.get(f"{mode}_shape_2d") and one != exp.facts.get(
                 f"{mode}_shape_1d"):
             return "1-D tokens (seq,) must give a 2-D output (seq, embed_dim): add a batch axis, then remove it"
+    for mode in ("learned", "sinusoidal", "None"):
+        again, want = got.facts.get(f"{mode}_shape_1d_again"), exp.facts.get(f"{mode}_shape_1d")
+        if got.facts.get(f"{mode}_shape_1d") == want and isinstance(want, list) and again == [1, *want]:
+            return (f"the layer changes the caller's tokens in place: the first call on 1-D tokens gives ({want[0]}, "
+                    f"{want[1]}), but the same Tensor then holds 2-D ids (tokens.data = tokens.data[np.newaxis, :]?), "
+                    f"so a second call gives (1, {want[0]}, {want[1]}); add the batch axis to a new Tensor, "
+                    "tokens.reshape(1, -1), and leave the caller's tokens alone")
     return None
 
 
 def layer_sin_values(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause | None:
+    if wrong_shape := embeddings_api.lookup_shape(got, i):
+        return wrong_shape
     out = _arr(got, "out")
     if out is None:
         return None
@@ -551,6 +596,8 @@ def _layer_1d_cause(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None
 
 
 def layer_scale(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause | None:
+    if wrong_shape := embeddings_api.lookup_shape(got, i):
+        return wrong_shape
     plain, learned, own = _arr(got, "no_positions"), _arr(got, "learned"), _arr(got, "aux_lookup")
     tok = i["weight"][i["tokens"].astype(int)]
     dim, seq = i["dim"], tok.shape[1]
@@ -574,6 +621,8 @@ def layer_scale(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause | 
     own_sin = _arr(got, "aux_sinusoids")
     if _same(plain, tok * root) and _same(learned, tok * root + pos) and own_sin is not None:
         tokens_part, added = _arr(got, "sinusoidal_tokens"), own_sin[:seq]
+        if _same(tokens_part, tok * root):
+            return _layer_grad_cause(got, exp, i)
         if _same(tokens_part, tok * root + added * (root - 1)):
             return ("in the sinusoidal mode the scale was applied after adding the sinusoid: scale only the token "
                     "embeddings, then add the positions")
@@ -591,6 +640,14 @@ def layer_scale(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause | 
     if _same(plain, tok) and _same(learned, tok * root + pos):
         return ("the tokens are scaled only when positions are added: with pos_encoding=None, scale_embeddings=True "
                 "must scale them as well")
+    if _same(plain, tok) and _same(learned, tok + pos) and _same(_arr(got, "sinusoidal_tokens"), tok * root):
+        return ("scale_embeddings=True scales the token embeddings only in the sinusoidal mode: with pos_encoding=None "
+                "and 'learned' they are not scaled; scale them once, right after the lookup, before the modes branch")
+    ratio = got.facts.get("aux_fresh_table_ratio")
+    if _same(plain, tok) and isinstance(ratio, float) and math.isclose(ratio, root, rel_tol=0.15):
+        return (f"scale_embeddings=True scales the token table once, in __init__ (its fresh values are {ratio:.3g} times "
+                "those of an unscaled layer), not the token embeddings in forward: a table trained, loaded or set "
+                "afterwards is used unscaled; multiply in forward, h = h * math.sqrt(embed_dim)")
     if _same(plain, tok):
         return "scale_embeddings=True had no effect: multiply the token embeddings by math.sqrt(embed_dim)"
     if _same(learned, (tok + pos) * root):
@@ -598,6 +655,8 @@ def layer_scale(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause | 
     if _same(plain, tok * root):
         if _same(learned, tok * root + 2 * pos):
             return TWICE
+        if _same(learned, tok * root + pos):
+            return _layer_grad_cause(got, exp, i)
         return embeddings_api.upstream_positions(got, pos, lambda added: tok * root + added, "learned")
     factor = scale.factor(plain, tok)
     if factor is not None and math.isclose(factor * factor, i["vocab"], rel_tol=1e-6):
@@ -615,12 +674,68 @@ def layer_scale(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause | 
     return None
 
 
+DETACHED = ("the layer's output is cut off from the autograd graph: its values are right, but no gradient reaches the "
+            "token table or the position table (a new Tensor built from .data, such as Tensor(h.data), starts a new "
+            "graph); return the Tensor the operations built")
+
+
+def _grad_fact(got: CheckOutput, name: str) -> np.ndarray | str | None:
+    value, fact = got.arrays.get(name), got.facts.get(name)
+    return value if value is not None else fact if isinstance(fact, str) else None
+
+
+def _layer_grad_cause(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause | None:
+    """The layer's output is right; why a table's gradient through it is not (read from the layer's and
+    the student's own parts' gradients for the same upstream gradient)."""
+    tok, own_tok = _grad_fact(got, "aux_grad_tokens"), _grad_fact(got, "aux_own_tokens")
+    pos, own_pos = _grad_fact(got, "aux_grad_positions"), _grad_fact(got, "aux_own_positions")
+    wrong = {name for name in ("grad_tokens", "grad_positions")
+             if not _same(_arr(got, name), exp.arrays.get(name, np.empty(0)))}
+
+    def none(value: Any) -> bool:
+        return isinstance(value, str) and value.startswith("no gradient")
+
+    root = math.sqrt(i["dim"])
+    if wrong and none(tok) and none(pos) and (isinstance(own_tok, np.ndarray) or isinstance(own_pos, np.ndarray)):
+        return DETACHED
+    if "grad_tokens" in wrong and isinstance(own_tok, np.ndarray):
+        if none(tok):
+            return ("the output is scaled, but no gradient reaches the token table: the scaled token embeddings are a new "
+                    "Tensor built from .data (Tensor(h.data * math.sqrt(embed_dim))?); multiply the Tensor itself, "
+                    "h = h * math.sqrt(embed_dim)")
+        # own_tok is the student's Embedding's gradient for the upstream gradient times sqrt(embed_dim)
+        found = scale.factor(tok if isinstance(tok, np.ndarray) else None, own_tok)
+        factor = None if found is None else found * root
+        if factor is not None and math.isclose(factor, 1.0, rel_tol=1e-5):
+            return ("the output is scaled, but the token table's gradient is not scaled: the scale was applied to h.data "
+                    "(in place, or into a new Tensor), outside the autograd graph, so backward never multiplies by "
+                    "sqrt(embed_dim); multiply the Tensor itself, h = h * math.sqrt(embed_dim)")
+        if factor is not None:
+            return (f"the token table's gradient is {factor:.4g} times what your Embedding gives for the upstream "
+                    f"gradient, not sqrt(embed_dim) = {root:.4g} times: the scale must be one Tensor multiplication, "
+                    "h * math.sqrt(embed_dim), in the graph")
+    if "grad_positions" in wrong and isinstance(own_pos, np.ndarray):
+        if none(pos):
+            return ("the output is right and your PositionalEncoding passes a gradient to its table, but none reaches "
+                    "the position table through the layer: the layer adds positions outside the graph (from .data, "
+                    "or to a new Tensor); add them through self.pos_encoding.forward(h)")
+        factor = scale.factor(pos if isinstance(pos, np.ndarray) else None, own_pos)
+        if factor is not None and not math.isclose(factor, 1.0, rel_tol=1e-5):
+            return (f"the position table's gradient through the layer is {factor:.4g} times what your "
+                    "PositionalEncoding gives for the same gradient: only the token embeddings are scaled, the "
+                    "positions are added unscaled and once")
+    return None
+
+
 TWICE = ("the learned position rows were added twice (the PositionalEncoding adds them already): add them once, "
          "through the PositionalEncoding")
 
 
 def emb_xavier(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | None:
     weight = _arr(got, "weight")
+    shape = _REJECTED_SHAPE.match(got.rejected.get("weight", ""))
+    if weight is None and shape and int(shape[2]) == i["dim"]:
+        return embeddings_api.table_rows(int(shape[1]), i["vocab"])
     if weight is None:
         return None
     v, d = i["vocab"], i["dim"]
@@ -681,11 +796,25 @@ def error_cause(got: CheckOutput, i: Inputs) -> str | None:
     if got.error is not None and got.error.type == "ProbeError" and NOT_A_TENSOR in got.error.message:
         return ("parameters() returns each Tensor's .data, a numpy array that no optimizer can update (nor the "
                 "gradient reach): return the Tensors themselves, [self.weight]")
+    missing = re.search(r"has no tensor of shape \((\d+), (\d+)\) \(found \[(.*)\]\)", got.error.message if got.error else "")
+    lookup = re.search(r"\bEmbedding\(\d+, \d+\)\.parameters\(\) has no tensor", got.error.message if got.error else "")
+    if missing and (int(missing[1]) == i.get("vocab") or lookup):
+        for rows, cols in re.findall(r"\((\d+), (\d+)\)", missing[3]):
+            if cols == missing[2] and (off := embeddings_api.table_rows(int(rows), int(missing[1]))):
+                return off
     m = re.search(r"gave a gradient of shape \((\d+), (\d+)\) for a tensor of shape \((\d+), (\d+)\)",
                   got.error.message if got.error is not None else "")
     if m and m[2] == m[4] and m[1] != m[3]:
         return (f"the weight's gradient has {m[1]} rows, not the table's {m[3]}: every row of the table gets a "
                 "gradient row (0 where no id points), so create it as np.zeros_like(weight.data)")
+    message = got.error.message if got.error is not None else ""
+    lost = re.search(r"gave a gradient of shape \(([\d, ]+)\) for a tensor of shape \(([\d, ]+)\)", message)
+    reshape = re.search(r"cannot reshape array of size (\d+) into shape \((\d+), ?(\d+)\)", message)
+    if (lost and lost[1].replace(" ", "").rsplit(",", 1)[0] == lost[2].replace(" ", "").rstrip(",")) or (
+            reshape and reshape[1] == reshape[2] and int(reshape[3]) > 1):
+        return ("the lookup's output has the ids' own shape, one number per id, so the upstream gradient has no "
+                "embed_dim axis for the backward: the lookup lost the embed_dim axis (np.take(table, ids) without "
+                "axis=0 reads the flattened table?); return ids.shape + (embed_dim,)")
     flat = re.search(r"gave a gradient of shape \(([\d, ]+)\) for a tensor of shape \((\d+), (\d+)\)",
                      got.error.message if got.error is not None else "")
     if flat:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import math
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -32,9 +33,34 @@ def _foreign(fact: Any) -> bool:
     return isinstance(fact, str) and fact.startswith(OWN) and fact != OWN
 
 
+MIXED = ("written partly for each TinyTorch generation ({methods} {verb} start_pos, as in the newer API, but "
+         "the Embedding's backward is the older module-05 kind, a node whose apply(grad_output) returns the "
+         "gradient), so only what both generations ask is scored: this newer-API check does not apply; its points "
+         "are given")
+
+
+def _signature_generation(takes: Any) -> str | None:
+    return None if not isinstance(takes, list) else "newer" if takes else "older"
+
+
+def _agreed(signature: str | None, node: Any) -> str | None:
+    """The generation both kinds of evidence agree on: the start_pos parameters, and the Embedding's
+    backward node (None there is no evidence either way); None when they disagree or say nothing."""
+    if node in ("older", "newer") and signature not in (None, node):
+        return None
+    return signature or (node if node in ("older", "newer") else None)
+
+
 def older_generation(got: CheckOutput) -> str | None:
-    """Why a newer-generation check does not apply, or None when it does."""
-    return NO_START_POS if got.facts.get("aux_takes_start_pos") == [] else None
+    """Why a newer-generation check does not apply (the submission is not written for the newer
+    API by agreeing evidence), or None when it does."""
+    takes = got.facts.get("aux_takes_start_pos")
+    signature = _signature_generation(takes)
+    if signature == "older":
+        return NO_START_POS
+    if isinstance(takes, list) and takes and _agreed("newer", got.facts.get("aux_backward_style")) is None:
+        return MIXED.format(methods=" and ".join(str(t) for t in takes), verb="takes" if len(takes) == 1 else "take")
+    return None
 
 
 # ---- start_pos -------------------------------------------------------------------------------
@@ -184,8 +210,27 @@ def layer_start_pos(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Caus
     return _end_causes(got, "learned_at_end", "learned_past_end") or _end_causes(got, "sin_at_end", "sin_past_end")
 
 
+SHAPE_IN_REJECTION = re.compile(r"^shape (\([\d, ]*\)) differs")
+
+
+def lookup_shape(got: CheckOutput, i: Inputs) -> Cause | None:
+    """The student's own Embedding, on the layer's tokens, returns another shape than tokens.shape +
+    (embed_dim,): the layer cannot work on it, whatever it does (emb_shape says so)."""
+    own, tokens = got.arrays.get("aux_lookup"), i["tokens"]
+    shape = own.shape if own is not None else None
+    if shape is None and (m := SHAPE_IN_REJECTION.match(got.rejected.get("aux_lookup", ""))):
+        shape = tuple(int(n) for n in m[1].strip("()").split(",") if n.strip())
+    want = (*tokens.shape, i["dim"])
+    if shape is None or shape == want:
+        return None
+    return Cause(f"your Embedding returns shape {tuple(shape)} for tokens of shape {tuple(tokens.shape)}, not "
+                 f"{want} (tokens.shape + (embed_dim,)), so the layer cannot work on it", "emb_shape")
+
+
 def _upstream_lookup(got: CheckOutput, i: Inputs, layer_of: Any, *outputs: str) -> Cause | None:
     """The layer's outputs are right for the student's own (wrong) Embedding lookup, or fail as it does."""
+    if wrong_shape := lookup_shape(got, i):
+        return wrong_shape
     failed = got.facts.get("aux_lookup")
     if (isinstance(failed, str) and failed.startswith("raised")
             and all(str(got.facts.get(name, "")).startswith("raised") for name in outputs)):
@@ -211,6 +256,25 @@ def upstream_positions(got: CheckOutput, expected: np.ndarray, layer_of: Any, *o
     return None
 
 
+TAKE_FLAT = ("the lookup gives one number per id, not a row: np.take(table, ids) without axis=0 reads the flattened "
+             "table (Embedding(4, 2) with rows (10v, 10v+1) gave [11, 1] for ids [3, 1], entries 3 and 1 of "
+             "W.ravel()); take whole rows, np.take(table, ids, axis=0) or table[ids]")
+
+
+def reads_flat_table(got: CheckOutput) -> bool:
+    """Embedding(4, 2) with rows (10v, 10v + 1) gave W.ravel()[[3, 1]] for ids [3, 1]."""
+    return got.facts.get("aux_seed_values") == [11.0, 1.0]
+
+
+def table_rows(rows: int, vocab: int) -> str | None:
+    """The cause of an embedding table one row longer or shorter than vocab_size."""
+    if abs(rows - vocab) != 1:
+        return None
+    what = "one row more (a spare row for unknown or padding tokens?)" if rows > vocab else "one row less"
+    return (f"the embedding table has {rows} rows, {what} than vocab_size = {vocab}: ids run 0 .. vocab_size-1, one "
+            "row each, so create it as (vocab_size, embed_dim)")
+
+
 # ---- Embedding -----------------------------------------------------------------------------
 
 
@@ -227,6 +291,8 @@ def _read_rows(ids: np.ndarray, dtype: str, vocab: int) -> np.ndarray | None:
 
 
 def emb_large_ids(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause | None:
+    if reads_flat_table(got):
+        return TAKE_FLAT
     ids, vocab, dim = i["ids"], i["vocab"], i["dim"]
     table = large_table(vocab, dim)
     rows = got.arrays.get("rows")
@@ -433,6 +499,10 @@ def layer_defaults(got: CheckOutput, exp: CheckOutput, i: Inputs) -> str | Cause
     if isinstance(rows, list) and len(rows) != 2:
         return (f"EmbeddingLayer(vocab_size, embed_dim) has {len(rows)} parameter tensors: by default "
                 "pos_encoding='learned', which adds a trainable position table")
+    if isinstance(rows, list) and i["vocab"] not in rows:
+        for count in rows:
+            if isinstance(count, int) and (off := table_rows(count, i["vocab"])):
+                return off
     positions = [r for r in rows if r != i["vocab"]] if isinstance(rows, list) else []
     if len(positions) == 1 and positions[0] != 512:
         return f"max_seq_len defaults to {positions[0]}: the course's default is 512"
@@ -479,10 +549,16 @@ def source_generation(cells: Sequence[str]) -> str | None:
 
 
 def generation(outputs: Mapping[str, CheckOutput]) -> str | None:
-    """'newer' when some method of PositionalEncoding or EmbeddingLayer takes start_pos (the newer
-    course's API), 'older' when none does, None when no check could tell (they did not run)."""
+    """The generation two kinds of evidence agree on: 'newer' when some method of PositionalEncoding
+    or EmbeddingLayer takes start_pos (the newer course's API) and the Embedding's backward is not
+    the older module-05 kind of node; 'older' when none takes start_pos and the backward is not the
+    newer kind (a Function of the student's own with backward). None when they disagree (an older
+    notebook that added start_pos, say: only what both generations ask is then scored) or when no
+    check could tell (they did not run)."""
     seen = [got.facts["aux_takes_start_pos"] for got in outputs.values()
             if isinstance(got.facts.get("aux_takes_start_pos"), list)]
     if not seen:
         return None
-    return "newer" if any(seen) else "older"
+    nodes = {got.facts.get("aux_backward_style") for got in outputs.values()} & {"older", "newer"}
+    signature = "newer" if any(seen) else "older"
+    return _agreed(signature, nodes.pop()) if len(nodes) == 1 else signature if not nodes else None

@@ -30,6 +30,11 @@ def gradient_scale(got: CheckOutput, exp: CheckOutput, ids: Mapping[str, int]) -
         n = max(ids.values())
         return f"the gradient is scaled by 1/N, N = the number of ids in the backward (1/{n} for {n} ids): {fix}"
     first = next(iter(found.values()))
-    if all(math.isclose(c, first, rel_tol=1e-5) for c in found.values()):
-        return f"the gradient is {first:.4g} times the right one: {fix}"
-    return None
+    if not all(math.isclose(c, first, rel_tol=1e-5) for c in found.values()):
+        return None
+    whole = round(first)
+    if whole > 1 and math.isclose(first, whole, rel_tol=1e-5):
+        return (f"the gradient is {whole} times the right one, whatever the number of ids: it was added {whole} times "
+                "(backward both stores it in weight.grad and returns it, and the engine adds what it returns; or the "
+                "rows are added twice); backward only returns (grad_weight,), and autograd accumulates it into .grad")
+    return f"the gradient is {first:.4g} times the right one: {fix}"

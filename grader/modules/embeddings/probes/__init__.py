@@ -6,6 +6,7 @@ a correct implementation in any style matches the reference to the last bit.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -18,9 +19,12 @@ from grader.harness.probes import (
     Probe,
     as_array,
     attempt,
+    caught,
     dyadic,
+    exception_name,
     fmt,
     grad_of,
+    held_tensors,
     inject,
     parameters_of,
     raised,
@@ -30,7 +34,7 @@ from grader.harness.probes import (
 )
 
 from .api import PROBES as API_PROBES
-from .api import held_rows, holds_instance, own_lookup, own_positions, trainable_rows, type_name
+from .api import grad_after, held_rows, holds_instance, own_lookup, own_positions, seed_values, trainable_rows, type_name
 
 Namespace = dict[str, Any]
 
@@ -61,6 +65,7 @@ def _emb_shape_run(ns: Namespace, i: Inputs) -> Outputs:
         "call_2d": shape_of(emb(T(i["ids_2d"])), "embedding(2-D ids)"),
         "forward_2d": shape_of(emb.forward(T(i["ids_2d"])), "forward(2-D ids)"),
         "call_empty": _shape_or_error(lambda: emb(T(np.zeros(0))), "embedding(empty ids)"),
+        "aux_seed_values": seed_values(ns),
     }
 
 
@@ -89,6 +94,7 @@ def _emb_lookup_run(ns: Namespace, i: Inputs) -> Outputs:
     return {
         "seed_rows": as_array(seed(T([2.0, 0.0])), "embedding(Tensor([2, 0]))"),
         "rows": as_array(emb(T(i["ids"])), "embedding(ids)"),
+        "aux_seed_values": seed_values(ns),
     }
 
 
@@ -174,6 +180,7 @@ def _emb_xavier_run(ns: Namespace, i: Inputs) -> Outputs:
 
 NO_GRADIENT = "no gradient: .grad is still None after backward()"
 IN_GRAPH = ", although the output has a _grad_fn"  # the node ran, but gave the weight no gradient
+A_COPY = ", whose input is another Tensor than the weight"  # ... to a copy of the weight it was handed
 
 
 def _backward(ns: Namespace, weight: np.ndarray, ids: np.ndarray, upstream: np.ndarray) -> np.ndarray | str:
@@ -186,8 +193,24 @@ def _backward(ns: Namespace, weight: np.ndarray, ids: np.ndarray, upstream: np.n
     grad = grad_of(param, "weight")
     if grad is not None:
         return grad
-    in_graph = getattr(out, "requires_grad", False) is True and getattr(out, "_grad_fn", None) is not None
-    return NO_GRADIENT + (IN_GRAPH if in_graph else "")
+    node = getattr(out, "_grad_fn", None)
+    in_graph = getattr(out, "requires_grad", False) is True and node is not None
+    return NO_GRADIENT + (IN_GRAPH + (A_COPY if _holds_a_copy(node, param) else "") if in_graph else "")
+
+
+def _holds_a_copy(node: Any, param: Any) -> bool:
+    """The graph node's inputs hold a Tensor of the weight's shape, but not the weight itself (forward
+    handed the node a copy, such as Tensor(self.weight.data, requires_grad=True))."""
+    inputs = getattr(node, "inputs", None) or getattr(node, "saved_tensors", None) or ()
+    try:
+        held = list(inputs)
+    except TypeError:
+        return False
+    def shape(t: Any) -> Any:
+        data: Any = getattr(t, "data", None)
+        return np.shape(data)
+
+    return all(t is not param for t in held) and any(shape(t) == shape(param) for t in held)
 
 
 # k/16 * (1 + 2^-12) = k * 4097 / 2^16: 13 to 20 significant bits, exact in float32 (24) and in
@@ -374,8 +397,10 @@ def _sin_values_run(ns: Namespace, i: Inputs) -> Outputs:
 def _layer_inputs(rng: np.random.Generator) -> Inputs:
     vocab, dim, batch, seq = int(rng.integers(20, 40)), int(rng.integers(2, 7)) * 2, 2, int(rng.integers(2, 6))
     max_len = int(rng.integers(8, 16))  # always differs from vocab, so injected tables are unambiguous
-    return {"vocab": vocab, "dim": dim, "max_len": max_len, "weight": dyadic(rng, (vocab, dim)),
-            "table": dyadic(rng, (max_len, dim)), "tokens": token_ids(rng, vocab, (batch, seq))}
+    inputs = {"vocab": vocab, "dim": dim, "max_len": max_len, "weight": dyadic(rng, (vocab, dim)),
+              "table": dyadic(rng, (max_len, dim)), "tokens": token_ids(rng, vocab, (batch, seq))}
+    inputs["upstream"] = dyadic(rng, (batch, seq, dim)) + 0.0625  # drawn last: the draws above stay as they were
+    return inputs
 
 
 def _layer_modes_describe(i: Inputs) -> str:
@@ -400,9 +425,32 @@ def _layer_modes_run(ns: Namespace, i: Inputs) -> Outputs:
         for name, tokens in (("2d", i["tokens"]), ("1d", i["tokens"][0])):
             out[f"{mode}_shape_{name}"] = _shape_or_error(partial(layer, T(tokens)), "EmbeddingLayer output"
                                                           + (" on 1-D tokens" if name == "1d" else ""))
+        # one 1-D Tensor given twice: a layer that reshapes the caller's tokens in place sees 2-D ids the second time
+        same = T(i["tokens"][0])
+        attempt(partial(layer, same), "EmbeddingLayer output on 1-D tokens")
+        out[f"{mode}_shape_1d_again"] = _shape_or_error(partial(layer, same),
+                                                        "EmbeddingLayer output on the same 1-D tokens again")
     out["bogus_mode"] = raised(lambda: Layer(i["vocab"], i["dim"], max_seq_len=i["max_len"], pos_encoding="bogus"))
+    out["aux_lookup"] = own_lookup(ns, i)
+    out["aux_sin_shape"] = _shape_or_error(lambda: ns["create_sinusoidal_embeddings"](i["max_len"], i["dim"]),
+                                           "create_sinusoidal_embeddings(...)")
+    out["aux_sin_layer_held"] = _held_shapes(lambda: Layer(i["vocab"], i["dim"], max_seq_len=i["max_len"],
+                                                           pos_encoding="sinusoidal"))
     out["aux_sin_type"] = type_name(lambda: ns["create_sinusoidal_embeddings"](i["max_len"], i["dim"]))
     return out
+
+
+def _held_shapes(build: Callable[[], Any]) -> list[str] | None:
+    """The shapes of the Tensors a freshly built object holds, as "RxC" (context for the judge)."""
+    try:
+        held = held_tensors(build()) or []
+    except Exception:
+        return None
+    shapes = []
+    for tensor in held[:8]:
+        data: Any = getattr(tensor, "data", None)
+        shapes.append("x".join(str(n) for n in np.shape(data)))
+    return shapes
 
 
 def _layer_sin_values_describe(i: Inputs) -> str:
@@ -426,7 +474,49 @@ def _layer_sin_values_run(ns: Namespace, i: Inputs) -> Outputs:
 
 def _layer_scale_describe(i: Inputs) -> str:
     return (f"EmbeddingLayer({i['vocab']}, {i['dim']}, max_seq_len={i['max_len']}, scale_embeddings=True) "
-            f"with known weights, pos_encoding None, 'learned' and 'sinusoidal', on tokens {fmt(i['tokens'].astype(int))}")
+            f"with known weights, pos_encoding None, 'learned' and 'sinusoidal', on tokens {fmt(i['tokens'].astype(int))}; "
+            "then the learned layer's backward of a known gradient: the token table's gradient against sqrt(embed_dim) "
+            "times what your Embedding gives for that gradient, and the position table's against your "
+            "PositionalEncoding's")
+
+
+def _relative_to_own(layer: np.ndarray | str, own: np.ndarray | str, shape: tuple[int, ...]) -> np.ndarray | str:
+    """The layer's gradient less what the student's own part gives for the same upstream gradient,
+    relative to that (zeros when the layer passes the gradient on right, whatever the part computes):
+    only the layer's own share is judged here. When neither gives a gradient, the part's own check
+    reports it: zeros."""
+    if isinstance(layer, np.ndarray) and isinstance(own, np.ndarray) and layer.shape == own.shape:
+        relative = (layer - own) / np.maximum(1.0, np.abs(own))
+        return np.where(np.abs(relative) < 1e-6, 0.0, relative)  # float32 rounding is not a difference
+    if isinstance(layer, str) and isinstance(own, str):
+        return np.zeros(shape)
+    return layer
+
+
+def _layer_grads(ns: Namespace, i: Inputs) -> Outputs:
+    """Backward through a learned, scaled layer; the two tables' gradients, beside what the student's own
+    Embedding gives for the upstream gradient times sqrt(embed_dim) and their own PositionalEncoding for
+    the upstream gradient (context for the judge)."""
+    T = tensor_class()
+    Layer, g = ns["EmbeddingLayer"], i["upstream"]
+    scaled = g.astype(np.float32) * np.float32(math.sqrt(i["dim"]))  # as the layer's Tensor product hands it on
+    layer = Layer(i["vocab"], i["dim"], max_seq_len=i["max_len"], pos_encoding="learned", scale_embeddings=True)
+    tokens, positions = inject(layer, i["weight"], "EmbeddingLayer"), inject(layer, i["table"], "EmbeddingLayer")
+    tok = grad_after(tokens, "token weight", lambda: layer(T(i["tokens"])).backward(g.copy()))
+    emb = ns["Embedding"](i["vocab"], i["dim"])
+    own_tok = grad_after(inject(emb, i["weight"], "Embedding"), "weight", lambda: emb(T(i["tokens"])).backward(scaled))
+    pe = ns["PositionalEncoding"](i["max_len"], i["dim"])
+    own_pos = grad_after(inject(pe, i["table"], "PositionalEncoding"), "position_embeddings",
+                         lambda: pe(T(np.zeros(g.shape), requires_grad=True)).backward(g.copy()))
+    failed = isinstance(tok, str) and tok.startswith("raised")
+    pos = tok if failed else grad_after(positions, "position_embeddings", lambda: None)  # the same backward
+    if failed and isinstance(own_tok, str) and own_tok.startswith("raised"):
+        pos = own_pos = tok  # the Embedding's own backward fails as well: its checks report it
+    return {
+        "grad_tokens": _relative_to_own(tok, own_tok, i["weight"].shape),
+        "grad_positions": _relative_to_own(pos, own_pos, i["table"].shape),
+        "aux_grad_tokens": tok, "aux_own_tokens": own_tok, "aux_grad_positions": pos, "aux_own_positions": own_pos,
+    }
 
 
 def _layer_scale_run(ns: Namespace, i: Inputs) -> Outputs:
@@ -443,7 +533,7 @@ def _layer_scale_run(ns: Namespace, i: Inputs) -> Outputs:
         "no_positions": as_array(plain(T(i["tokens"])), "EmbeddingLayer output (pos_encoding=None)"),
         # the same call again: a forward that scales the table in place changes its own next answer
         "no_positions_again": attempt(lambda: plain(T(i["tokens"])), "EmbeddingLayer output, called again"),
-        "learned": as_array(learned(T(i["tokens"])), "EmbeddingLayer output (pos_encoding='learned')"),
+        "learned": attempt(lambda: learned(T(i["tokens"])), "EmbeddingLayer output (pos_encoding='learned')"),
         # the sinusoidal mode's output less the student's own sinusoid rows: only the scaling is
         # judged here (a wrong table is sin_values' business, not this check's)
         "sinusoidal_tokens": _less_own_sinusoid(ns, sinusoidal, i),
@@ -452,7 +542,33 @@ def _layer_scale_run(ns: Namespace, i: Inputs) -> Outputs:
         "aux_sin_type": type_name(lambda: ns["create_sinusoidal_embeddings"](i["max_len"], i["dim"])),
         "aux_lookup": own_lookup(ns, i),
         "aux_positions": own_positions(ns, i["table"], i["tokens"].shape[1]),
+        **_guarded(partial(_layer_grads, ns, i), ("grad_tokens", "grad_positions")),
+        "aux_fresh_table_ratio": _fresh_table_ratio(ns, i),
     }
+
+
+def _fresh_table_ratio(ns: Namespace, i: Inputs) -> float | None:
+    """The largest token-table value of a fresh layer with scale_embeddings=True over that of one without
+    (about 1; about sqrt(embed_dim) when __init__ scales the table itself): context for the judge."""
+    peaks = []
+    try:
+        for flag in (True, False):
+            layer = ns["EmbeddingLayer"](i["vocab"], i["dim"], max_seq_len=i["max_len"], pos_encoding=None,
+                                         scale_embeddings=flag)
+            tables = [as_array(p, "parameter") for p in parameters_of(layer, "EmbeddingLayer")]
+            peaks.append(max(float(np.abs(t).max()) for t in tables if t.shape == (i["vocab"], i["dim"])))
+    except Exception:
+        return None
+    return peaks[0] / peaks[1] if peaks[1] > 0 else None
+
+
+def _guarded(run: Callable[[], Outputs], names: tuple[str, ...]) -> Outputs:
+    """``run``'s outputs, or each of ``names`` saying what it raised: one failing part costs only its own outputs."""
+    try:
+        return run()
+    except Exception as e:
+        caught(e, "value")
+        return dict.fromkeys(names, "raised " + exception_name(e))
 
 
 def _less_own_sinusoid(ns: Namespace, layer: Any, i: Inputs) -> np.ndarray | str:

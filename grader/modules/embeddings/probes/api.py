@@ -45,7 +45,48 @@ def takes_start_pos(ns: Namespace) -> list[str]:
             if isinstance(ns.get(cls), type) and takes_parameter(ns[cls], method, "start_pos")]
 
 
-def _grad_after(param: Any, what: str, run: Callable[[], Any]) -> np.ndarray | str:
+def backward_style(ns: Namespace) -> str | None:
+    """The generation the Embedding's graph node is written for, the second evidence of the course
+    generation beside start_pos (context only): "newer" for a node class of the student's own that
+    defines backward(grad_output) (the newer course's EmbeddingFunction(Function)), "older" for a
+    module-05 node whose apply(grad_output) is an instance method (EmbeddingBackward, or one of the
+    student's own), None when the output has no node, the node is the runtime's own operation, or
+    the lookup fails."""
+    try:
+        out = ns["Embedding"](4, 2)(tensor_class()(np.array([0.0, 1.0])))
+    except Exception:
+        return None
+    node = getattr(out, "_grad_fn", None)
+    if node is None:
+        return None
+    for klass in type(node).__mro__:
+        found = vars(klass).get("apply")
+        if found is not None:
+            if not isinstance(found, (classmethod, staticmethod)):
+                return "older"
+            break
+    own = [k for k in type(node).__mro__ if not str(getattr(k, "__module__", "")).startswith(("tinytorch", "builtins"))]
+    return "newer" if any("backward" in vars(k) for k in own) else None
+
+
+def generation_evidence(ns: Namespace) -> Outputs:
+    """The facts the judge reads the course generation from: which methods take start_pos, and the
+    kind of the Embedding's backward node."""
+    return {"aux_takes_start_pos": takes_start_pos(ns), "aux_backward_style": backward_style(ns)}
+
+
+def seed_values(ns: Namespace) -> list[float] | None:
+    """The values Embedding(4, 2), rows (10v, 10v + 1), gives for ids [3, 1], flattened (context for the
+    judge: a lookup that reads the flattened table, np.take(W, ids) without axis=0, gives [11, 1])."""
+    try:
+        seed = ns["Embedding"](4, 2)
+        inject(seed, np.array([[10.0 * v, 10.0 * v + 1] for v in range(4)]), "Embedding(4, 2)")
+        return [float(v) for v in as_array(seed(tensor_class()([3.0, 1.0])), "embedding").reshape(-1)[:8]]
+    except Exception:
+        return None
+
+
+def grad_after(param: Any, what: str, run: Callable[[], Any]) -> np.ndarray | str:
     """Run a forward + backward; the parameter's gradient, or why there is none."""
     try:
         run()
@@ -159,9 +200,10 @@ def _pe_start_describe(i: Inputs) -> str:
 
 
 def _pe_start_run(ns: Namespace, i: Inputs) -> Outputs:
-    found = takes_start_pos(ns)
+    evidence = generation_evidence(ns)
+    found = evidence["aux_takes_start_pos"]
     if not found:
-        return {"aux_takes_start_pos": found}
+        return evidence
     T = tensor_class()
     m, d, s, x = i["max_len"], i["dim"], i["start"], i["x"]
 
@@ -173,11 +215,11 @@ def _pe_start_run(ns: Namespace, i: Inputs) -> Outputs:
     pe, graded = fresh(), ns["PositionalEncoding"](m, d)
     param = inject(graded, i["table"], "PositionalEncoding")
     return {
-        "aux_takes_start_pos": found,
+        **evidence,
         "forward_default": attempt(lambda: pe.forward(T(x)), "forward(x)"),
         "forward_shifted": attempt(lambda: pe.forward(T(x), start_pos=s), "forward(x, start_pos)"),
         "call_shifted": attempt(lambda: pe(T(x), start_pos=s), "pe(x, start_pos)"),
-        "grad_shifted": _grad_after(param, "position_embeddings", lambda: graded(
+        "grad_shifted": grad_after(param, "position_embeddings", lambda: graded(
             T(x, requires_grad=True), start_pos=s).backward(i["upstream"].copy())),
         "at_end": attempt(lambda: pe(T(i["x_end"]), start_pos=m - 2), "pe(x, start_pos) at the end"),
         "past_end": raised(lambda: pe(T(np.zeros((1, 3, d))), start_pos=m - 2)),
@@ -205,9 +247,10 @@ def _layer_start_describe(i: Inputs) -> str:
 
 
 def _layer_start_run(ns: Namespace, i: Inputs) -> Outputs:
-    found = takes_start_pos(ns)
+    evidence = generation_evidence(ns)
+    found = evidence["aux_takes_start_pos"]
     if not found:
-        return {"aux_takes_start_pos": found}
+        return evidence
     T = tensor_class()
     Layer, m = ns["EmbeddingLayer"], i["max_len"]
     learned = Layer(i["vocab"], i["dim"], max_seq_len=m, pos_encoding="learned")
@@ -216,7 +259,7 @@ def _layer_start_run(ns: Namespace, i: Inputs) -> Outputs:
     sinusoidal = Layer(i["vocab"], i["dim"], max_seq_len=m, pos_encoding="sinusoidal")
     inject(sinusoidal, i["weight"], "EmbeddingLayer")
     return {
-        "aux_takes_start_pos": found,
+        **evidence,
         "aux_lookup": own_lookup(ns, i),
         "aux_positions": own_positions(ns, i["table"], i["tokens"].shape[1], start_pos=i["start"]),
         "learned_default": attempt(lambda: learned.forward(T(i["tokens"])), "forward(tokens)"),
@@ -278,9 +321,10 @@ def _emb_large_ids_run(ns: Namespace, i: Inputs) -> Outputs:
     param = inject(emb, large_table(vocab, dim), f"Embedding({vocab}, {dim})")
     rows = attempt(lambda: emb(T(ids)), "embedding(ids)")  # before backward, which might spoil the table
     upstream = (np.arange(ids.size, dtype=np.float64)[:, None] + 1.0) / 16.0 * np.ones(dim)
-    grad = _grad_after(param, "weight", lambda: emb(T(ids)).backward(upstream.copy()))
+    grad = grad_after(param, "weight", lambda: emb(T(ids)).backward(upstream.copy()))
     used = ids.astype(int)
     return {
+        "aux_seed_values": seed_values(ns),
         "aux_output": output_kind(lambda: emb(T(ids[:2]))),
         "aux_weight_trainable": getattr(param, "requires_grad", None) is True,
         "rows": rows,
@@ -300,13 +344,14 @@ def _emb_bad_ids_describe(i: Inputs) -> str:
 
 
 def _emb_bad_ids_run(ns: Namespace, i: Inputs) -> Outputs:
-    found = takes_start_pos(ns)
+    evidence = generation_evidence(ns)
+    found = evidence["aux_takes_start_pos"]
     if not found:
-        return {"aux_takes_start_pos": found}
+        return evidence
     emb = ns["Embedding"](i["vocab"], i["dim"])
     cases = {"fraction": [1.5], "mixed_fraction": [0.0, 2.5], "nan": [np.nan], "mixed_nan": [1.0, np.nan],
              "inf": [np.inf]}
-    out: Outputs = {"aux_takes_start_pos": found}
+    out: Outputs = dict(evidence)
     for name, ids in cases.items():
         out[name] = _rejects(emb, ids)
     return out
@@ -377,7 +422,7 @@ def _grad_keeps_weight_run(ns: Namespace, i: Inputs) -> Outputs:
     T = tensor_class()
     emb = ns["Embedding"](i["vocab"], i["dim"])
     param = inject(emb, i["weight"], "Embedding")
-    grad = _grad_after(param, "weight", lambda: emb(T(i["ids"])).backward(i["upstream"].copy()))
+    grad = grad_after(param, "weight", lambda: emb(T(i["ids"])).backward(i["upstream"].copy()))
     return {"weight_after": as_array(param, "Embedding.weight after backward"), "aux_grad": grad}
 
 

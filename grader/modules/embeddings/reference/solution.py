@@ -1,5 +1,8 @@
-"""Trusted reference solution of TinyTorch module 11 (Embeddings), older-generation API.
+"""Trusted reference solution of TinyTorch module 11 (Embeddings), answering both generations' probes.
 
+Written to the newer generation's API, which holds the older one: `start_pos` on PositionalEncoding
+and EmbeddingLayer, and the lookup's graph node a Function of its own with `backward(grad_output)`
+(the judge reads a submission's generation from both, grader/modules/embeddings/judge/api.py).
 Runs on the course runtime in `reference/runtime` (or any TinyTorch with the same API). Weights are
 drawn from the global `np.random`, as in the course; probes overwrite them when they need values.
 """
@@ -10,8 +13,7 @@ import math
 from typing import Any
 
 import numpy as np
-from tinytorch.core.autograd import EmbeddingBackward
-from tinytorch.core.tensor import Tensor
+from tinytorch.core.tensor import Function, Tensor
 
 __all__ = ["Embedding", "EmbeddingLayer", "PositionalEncoding", "create_sinusoidal_embeddings"]
 
@@ -27,6 +29,23 @@ def _check_start(start_pos: Any, seq_len: int, max_seq_len: int) -> int:
             f"positions {start_pos}..{start_pos + seq_len - 1} exceed max_seq_len={max_seq_len}"
         )
     return int(start_pos)
+
+
+class EmbeddingFunction(Function):  # type: ignore[misc]  # the runtime is untyped
+    """The lookup's graph node: backward scatters the upstream rows into the rows that were read."""
+
+    def __init__(self, weight: Tensor, indices: np.ndarray) -> None:
+        Function.__init__(self, weight)
+        self.indices = indices
+
+    def backward(self, grad_output: np.ndarray) -> tuple[np.ndarray | None]:
+        """`(grad_weight,)`: zeros except the rows read, each the sum of its reads' upstream rows."""
+        (weight,) = self.inputs  # the node exists only when the weight requires grad (Embedding.forward)
+        ids = np.asarray(self.indices).astype(int).ravel()
+        rows = np.asarray(grad_output).reshape((ids.size, *weight.shape[1:]))
+        table_grad = np.zeros_like(weight.data)
+        np.add.at(table_grad, ids, rows)  # a repeated id collects every one of its rows
+        return (table_grad,)
 
 
 class Embedding:
@@ -55,7 +74,7 @@ class Embedding:
         result = Tensor(self.weight.data[ids.astype(int)], requires_grad=self.weight.requires_grad)
         if result.requires_grad:
             # a private copy: later edits to the caller's ids cannot change the gradient
-            result._grad_fn = EmbeddingBackward(self.weight, Tensor(ids))
+            result._grad_fn = EmbeddingFunction(self.weight, ids.copy())
         return result
 
     def __call__(self, indices: Tensor) -> Tensor:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .audit import AUDIT_BUGS, AUDIT_STYLES
 from .families import FAMILY_BUGS
 from .families import STYLES as FAMILY_STYLES
 from .kinds import HERE, NEWER, OLDER, Bug, Style, build_notebook
@@ -224,8 +225,8 @@ def build(bug: Bug | Style) -> str:
     return build_notebook(bug, SUBMISSIONS)
 
 
-BUGS = BUGS + FAMILY_BUGS + REDTEAM_BUGS
-STYLES = FAMILY_STYLES + REDTEAM_STYLES
+BUGS = BUGS + FAMILY_BUGS + REDTEAM_BUGS + AUDIT_BUGS
+STYLES = FAMILY_STYLES + REDTEAM_STYLES + AUDIT_STYLES
 
 if __name__ == "__main__":
     entries: tuple[Bug | Style, ...] = (*BUGS, *STYLES)
